@@ -1,0 +1,43 @@
+"""The NumPy reference backend: every dtype and reduction of the contract, vectorised."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from scatterx import DTYPE_REDUCTIONS, ScatterRequest
+
+
+class NumpyBackend:
+    """Reference backend for ``numpy.ndarray``; see :mod:`scatterx_numpy._kernel`."""
+
+    name = "numpy"
+    array_types: tuple[str, ...] = ("numpy:ndarray",)
+    priority = 100
+    capabilities: Mapping[str, frozenset[str]] = DTYPE_REDUCTIONS
+
+    @property
+    def version(self) -> str:
+        return np.__version__
+
+    def available(self) -> str | None:
+        return None
+
+    def can_run(self, request: ScatterRequest) -> str | None:
+        return None
+
+    def scatter_elements(self, request: ScatterRequest) -> np.ndarray[Any, Any]:
+        from ._kernel import scatter_elements
+
+        return scatter_elements(request)
+
+    def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return array
+
+    def to_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return np.asarray(array)
+
+
+backend = NumpyBackend()

@@ -1,0 +1,100 @@
+"""scatter_elements() and explain(): normalise, validate, select, run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ._select import Decision, choose, explain_request
+from ._validate import normalise
+
+
+def scatter_elements(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    *,
+    axis: int = 0,
+    reduction: str = "none",
+    backend: str | Sequence[str] | None = None,
+) -> Any:
+    """ONNX ScatterElements (opset 18): a copy of ``data`` with ``updates`` scattered in.
+
+    For each position ``i`` of ``indices`` in C order, with ``j = i`` except
+    ``j[axis] = indices[i]`` (negative values count from the end),
+    ``out[j] = f(out[j], updates[i])``, where ``f`` is given by ``reduction``.
+    Every backend returns the same bits (see the contract).
+
+    Parameters
+    ----------
+    data : array
+        The array to copy and update; at least one dimension.
+    indices : array of int32 or int64
+        Same rank as ``data``; no longer than ``data`` on every dimension but ``axis``.
+    updates : array
+        Same shape as ``indices``, same dtype as ``data``.
+    axis : int, optional
+        The axis that ``indices`` index; negative counts from the end.
+    reduction : {"none", "add", "mul", "max", "min"}, optional
+        How an update meets the value already there. ``"none"``: the last update in C
+        order wins.
+    backend : str or sequence of str, optional
+        The backend(s) to use, tried in order; wins over ``use_backend``,
+        ``set_backend`` and ``SCATTERX_BACKEND``.
+
+    Returns
+    -------
+    array
+        A new array of the library, device, dtype and shape of ``data``.
+
+    Raises
+    ------
+    ValueError, TypeError, IndexError
+        For bad input, before anything is computed (see the contract, section 4).
+    scatterx.BackendError
+        When the backend(s) named cannot run the call; the message says why.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> data = np.zeros((3, 3), dtype=np.float32)
+    >>> indices = np.array([[1, 0, 2], [0, 2, 1]])
+    >>> updates = np.array([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]], dtype=np.float32)
+    >>> scatterx.scatter_elements(data, indices, updates, axis=0)
+    array([[2. , 1.1, 0. ],
+           [1. , 0. , 2.2],
+           [0. , 2.1, 1.2]], dtype=float32)
+    >>> scatterx.scatter_elements(np.ones(4), np.array([1, 1, -1]), np.array([2.0, 3.0, 4.0]),
+    ...                           reduction="mul")
+    array([1., 6., 1., 4.])
+    """
+    request = normalise(data, indices, updates, axis, reduction)
+    return choose(request, backend).scatter_elements(request)
+
+
+def explain(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    *,
+    axis: int = 0,
+    reduction: str = "none",
+    backend: str | Sequence[str] | None = None,
+) -> Decision:
+    """Say which backend would run this call and why each other one would not.
+
+    Validates the call as :func:`scatter_elements` does, but computes nothing.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> decision = scatterx.explain(np.zeros(3), np.array([1]), np.array([5.0]), backend="numpy")
+    >>> decision.backend
+    'numpy'
+    >>> print(str(decision).splitlines()[0])
+    numpy runs scatter_elements(numpy:ndarray float64 (3,), indices (1,), axis=0, reduction='none') (choice by backend=)
+    """
+    request = normalise(data, indices, updates, axis, reduction)
+    return explain_request(request, backend)

@@ -1,0 +1,83 @@
+"""Dtype families and the reductions the contract defines for each of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+REDUCTIONS: tuple[str, ...] = ("none", "add", "mul", "max", "min")
+
+_ALL = frozenset(REDUCTIONS)
+_NO_ORDER = frozenset({"none", "add", "mul"})
+_STRINGS = frozenset({"none", "add", "max", "min"})
+_FIXED_STRINGS = frozenset({"none", "max", "min"})
+
+#: Every dtype key of contract.md section 3, with the reductions defined for it.
+DTYPE_REDUCTIONS: dict[str, frozenset[str]] = {
+    "bool": _ALL,
+    **{f"int{bits}": _ALL for bits in (8, 16, 32, 64)},
+    **{f"uint{bits}": _ALL for bits in (8, 16, 32, 64)},
+    "float16": _ALL,
+    "bfloat16": _ALL,
+    "float32": _ALL,
+    "float64": _ALL,
+    "complex64": _NO_ORDER,
+    "complex128": _NO_ORDER,
+    "StringDType": _STRINGS,
+    "object": _STRINGS,
+    "str_": _FIXED_STRINGS,
+    "bytes_": _FIXED_STRINGS,
+}
+
+DTYPE_KEYS: tuple[str, ...] = tuple(DTYPE_REDUCTIONS)
+
+_WHY_UNDEFINED = {
+    ("complex", "max"): "complex numbers have no order",
+    ("complex", "min"): "complex numbers have no order",
+    ("string", "mul"): "strings cannot be multiplied",
+    ("fixed", "mul"): "strings cannot be multiplied",
+    ("fixed", "add"): (
+        "concatenation would truncate to the fixed width; "
+        "use numpy.dtypes.StringDType() for variable-width strings"
+    ),
+}
+
+
+def dtype_key(dtype: Any) -> str | None:
+    """Return the contract's name for ``dtype``, or None when the contract has no such dtype.
+
+    Byte order is ignored: ``>f4`` and ``<f4`` are both ``float32``.
+    """
+    dt = np.dtype(dtype)
+    if dt.kind in "biuf" or dt.kind == "c":
+        name = dt.newbyteorder("=").name
+        return name if name in DTYPE_REDUCTIONS else None
+    if dt.kind == "V" and dt.name == "bfloat16":
+        return "bfloat16"
+    if dt.kind == "T":
+        return "StringDType"
+    if dt.kind == "O":
+        return "object"
+    if dt.kind == "U":
+        return "str_"
+    if dt.kind == "S":
+        return "bytes_"
+    return None
+
+
+def _family(key: str) -> str:
+    if key.startswith("complex"):
+        return "complex"
+    if key in ("StringDType", "object"):
+        return "string"
+    if key in ("str_", "bytes_"):
+        return "fixed"
+    return "number"
+
+
+def why_reduction_undefined(key: str, reduction: str) -> str | None:
+    """Return why ``reduction`` is not defined for dtype ``key``, or None when it is."""
+    if reduction in DTYPE_REDUCTIONS[key]:
+        return None
+    return _WHY_UNDEFINED.get((_family(key), reduction), "not defined by the contract")

@@ -1,0 +1,187 @@
+"""Backend choice: backend=, use_backend(), set_backend(), SCATTERX_BACKEND, priority."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import BackendError
+from ._registry import array_type_matches, registered
+from ._request import ScatterRequest
+
+ENV_VAR = "SCATTERX_BACKEND"
+logger = logging.getLogger("scatterx")
+
+_scoped: ContextVar[tuple[str, ...] | None] = ContextVar("scatterx_backend", default=None)
+_process_lock = threading.Lock()
+_process_default: tuple[str, ...] | None = None
+_serving: dict[type, tuple[Any, ...]] = {}
+
+
+def clear_cache() -> None:
+    """Forget which backends serve which array type (after the registry changes)."""
+    _serving.clear()
+
+
+def _names(choice: str | Sequence[str], where: str) -> tuple[str, ...]:
+    names = (choice,) if isinstance(choice, str) else tuple(choice)
+    if not names or not all(isinstance(n, str) for n in names):
+        msg = f"{where} takes a backend name or a sequence of names; got {choice!r}"
+        raise TypeError(msg)
+    known = registered()
+    for name in names:
+        if name not in known:
+            msg = f"unknown backend {name!r} in {where}; registered backends: {', '.join(known)}"
+            raise ValueError(msg)
+    return names
+
+
+@contextlib.contextmanager
+def use_backend(backend: str | Sequence[str]) -> Iterator[None]:
+    """Run the calls inside the ``with`` block on ``backend`` (a name or names tried in order).
+
+    Nestable; the innermost wins. It is per thread and per asyncio task (a ContextVar),
+    and ``backend=`` on a call still wins over it.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> with scatterx.use_backend("numpy"):
+    ...     scatterx.scatter_elements(np.zeros(3), np.array([1]), np.array([5.0]))
+    array([0., 5., 0.])
+    """
+    token = _scoped.set(_names(backend, "use_backend"))
+    try:
+        yield
+    finally:
+        _scoped.reset(token)
+
+
+def set_backend(backend: str | Sequence[str] | None) -> None:
+    """Set the process-wide backend choice, seen by every thread; None restores automatic."""
+    global _process_default
+    names = None if backend is None else _names(backend, "set_backend")
+    with _process_lock:
+        _process_default = names
+
+
+def _configured(backend: Any) -> tuple[tuple[str, ...] | None, str]:
+    """The names asked for and where they came from, by contract.md section 5's precedence."""
+    if backend is not None:
+        return _names(backend, "backend="), "backend="
+    scoped = _scoped.get()
+    if scoped is not None:
+        return scoped, "use_backend"
+    process = _process_default
+    if process is not None:
+        return process, "set_backend"
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        names = [n.strip() for n in env.split(",") if n.strip()]
+        return _names(names, ENV_VAR), ENV_VAR
+    return None, "automatic priority"
+
+
+def _serving_backends(request: ScatterRequest) -> tuple[Any, ...]:
+    array_type = type(request.data)
+    found = _serving.get(array_type)
+    if found is None:
+        found = tuple(
+            b
+            for b in registered().values()
+            if any(array_type_matches(request.data, spec) for spec in b.array_types)
+        )
+        _serving[array_type] = found
+    return found
+
+
+def _why_not(backend: Any, request: ScatterRequest, automatic: bool) -> str | None:
+    """Why ``backend`` cannot (or, in automatic choice, should not) run ``request``."""
+    if not any(array_type_matches(request.data, spec) for spec in backend.array_types):
+        served = ", ".join(backend.array_types) or "nothing"
+        return f"does not serve {request.array_type} (serves {served})"
+    reason: str | None = backend.available()
+    if reason is None:
+        reason = backend.can_run(request)
+    if reason is None and automatic:
+        skip = getattr(backend, "skip_automatic", None)
+        reason = skip(request) if skip is not None else None
+    return reason
+
+
+def choose(request: ScatterRequest, backend: Any = None) -> Any:
+    """Return the backend object that runs ``request``; raise if none can."""
+    names, source = _configured(backend)
+    if names is None:
+        for candidate in _serving_backends(request):
+            if _why_not(candidate, request, automatic=True) is None:
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s", explain_request(request, backend))
+                return candidate
+    else:
+        known = registered()
+        for name in names:
+            if _why_not(known[name], request, automatic=False) is None:
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s", explain_request(request, backend))
+                return known[name]
+    decision = explain_request(request, backend)
+    raise BackendError(str(decision))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which backend a call would run on, and why each other backend would not.
+
+    ``str()`` reads one line per backend.
+    """
+
+    backend: str | None
+    source: str
+    call: str
+    reasons: dict[str, str | None]
+
+    def __str__(self) -> str:
+        if self.backend is None:
+            head = f"no backend can run {self.call} (choice by {self.source})"
+        else:
+            head = f"{self.backend} runs {self.call} (choice by {self.source})"
+        lines = [head]
+        for name, reason in self.reasons.items():
+            lines.append(f"  {name}: {'runs' if name == self.backend else reason}")
+        return "\n".join(lines)
+
+
+def _describe(request: ScatterRequest) -> str:
+    dtype = getattr(request.data, "dtype", "?")
+    return (
+        f"scatter_elements({request.array_type} {dtype} {request.shape}, "
+        f"indices {request.index_shape}, axis={request.axis}, reduction={request.reduction!r})"
+    )
+
+
+def explain_request(request: ScatterRequest, backend: Any = None) -> Decision:
+    """The Decision for a validated request; runs nothing."""
+    names, source = _configured(backend)
+    known = registered()
+    automatic = names is None
+    order = list(known) if automatic else list(names) + [n for n in known if n not in names]
+    chosen: str | None = None
+    reasons: dict[str, str | None] = {}
+    for name in order:
+        if not automatic and name not in names:
+            reasons[name] = f"not named by {source}"
+            continue
+        why = _why_not(known[name], request, automatic)
+        if why is None and chosen is not None:
+            why = f"could run, but {chosen} comes first"
+        if why is None:
+            chosen = name
+        reasons[name] = why
+    return Decision(backend=chosen, source=source, call=_describe(request), reasons=reasons)

@@ -1,0 +1,179 @@
+"""Every metadata check of contract.md section 4; builds the normalised request."""
+
+from __future__ import annotations
+
+import operator
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ._dtypes import REDUCTIONS, dtype_key, why_reduction_undefined
+from ._request import ScatterRequest
+
+_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def _as_array(value: Any) -> Any:
+    """Arrays pass through; array-likes (lists, scalars) become NumPy arrays."""
+    if type(value) is np.ndarray:
+        return value
+    import array_api_compat
+
+    if array_api_compat.is_array_api_obj(value):
+        return value
+    return np.asarray(value)
+
+
+@lru_cache(maxsize=64)
+def _type_name(array_type: type) -> str:
+    """``"module:qualname"`` of an array type, e.g. ``"numpy:ndarray"``."""
+    return f"{array_type.__module__.partition('.')[0]}:{array_type.__qualname__}"
+
+
+_NAMESPACES: dict[type, Any] = {}
+
+
+def _namespace(data: Any) -> Any:
+    """The array-api-compat namespace, looked up once per array type."""
+    xp = _NAMESPACES.get(type(data))
+    if xp is None:
+        import array_api_compat
+
+        xp = _NAMESPACES.setdefault(type(data), array_api_compat.array_namespace(data))
+    return xp
+
+
+def _device(array: Any) -> Any:
+    if type(array) is np.ndarray:
+        return "cpu"
+    import array_api_compat
+
+    return array_api_compat.device(array)
+
+
+def _check_reduction(reduction: Any) -> str:
+    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
+        msg = f"reduction must be one of {', '.join(map(repr, REDUCTIONS))}; got {reduction!r}"
+        raise ValueError(msg)
+    return reduction
+
+
+def _check_axis_type(axis: Any) -> int:
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        msg = f"axis must be an int, got {type(axis).__name__} ({axis!r})"
+        raise TypeError(msg)
+    return operator.index(axis)
+
+
+def _check_same_library(data: Any, indices: Any, updates: Any) -> None:
+    types = {type(data), type(indices), type(updates)}
+    if len(types) > 1:
+        names = ", ".join(
+            f"{role}: {_type_name(type(a))}"
+            for role, a in (("data", data), ("indices", indices), ("updates", updates))
+        )
+        msg = (
+            "data, indices and updates must come from one array library; "
+            f"got {names}. scatterx never moves arrays between libraries or devices"
+        )
+        raise TypeError(msg)
+    devices = [_device(a) for a in (data, indices, updates)]
+    if not (devices[0] == devices[1] == devices[2]):
+        msg = (
+            "data, indices and updates must be on one device; got "
+            f"data: {devices[0]}, indices: {devices[1]}, updates: {devices[2]}"
+        )
+        raise TypeError(msg)
+
+
+def _check_shapes(data: Any, indices: Any, updates: Any, axis: int) -> int:
+    rank = data.ndim
+    if rank < 1:
+        msg = f"data must have at least one dimension: scalars have no axis (got shape {data.shape})"
+        raise ValueError(msg)
+    if not -rank <= axis < rank:
+        msg = f"axis must be in [{-rank}, {rank - 1}] for data of rank {rank}; got axis={axis}"
+        raise ValueError(msg)
+    axis %= rank
+    if indices.ndim != rank:
+        msg = (
+            f"indices must have the rank of data; got indices shape {tuple(indices.shape)} "
+            f"and data shape {tuple(data.shape)}"
+        )
+        raise ValueError(msg)
+    if tuple(updates.shape) != tuple(indices.shape):
+        msg = (
+            "updates must have the shape of indices (no broadcasting); got updates shape "
+            f"{tuple(updates.shape)} and indices shape {tuple(indices.shape)}"
+        )
+        raise ValueError(msg)
+    for dim, (n_index, n_data) in enumerate(zip(indices.shape, data.shape, strict=True)):
+        if dim != axis and n_index > n_data:
+            msg = (
+                f"indices may not be longer than data on dimension {dim} (not the axis): "
+                f"indices has {n_index}, data has {n_data}"
+            )
+            raise ValueError(msg)
+    return axis
+
+
+def _numpy_dtype(array: Any, role: str) -> np.dtype[Any]:
+    try:
+        return np.dtype(array.dtype)
+    except TypeError:
+        msg = f"{role} has dtype {array.dtype!r}, which NumPy does not know"
+        raise TypeError(msg) from None
+
+
+def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
+    index_dtype = _numpy_dtype(indices, "indices")
+    if index_dtype.newbyteorder("=") not in _INDEX_DTYPES:
+        msg = (
+            f"indices must be int32 or int64; got {index_dtype}. "
+            "Convert them with indices.astype(np.int64)"
+        )
+        raise TypeError(msg)
+    data_dtype = _numpy_dtype(data, "data")
+    updates_dtype = _numpy_dtype(updates, "updates")
+    if data_dtype.newbyteorder("=") != updates_dtype.newbyteorder("="):
+        msg = (
+            f"updates must have the dtype of data (no silent casting); got updates "
+            f"{updates_dtype} and data {data_dtype}"
+        )
+        raise TypeError(msg)
+    key = dtype_key(data_dtype)
+    if key is None:
+        msg = f"data has dtype {data_dtype}, which ScatterElements does not define"
+        raise TypeError(msg)
+    why = why_reduction_undefined(key, reduction)
+    if why is not None:
+        msg = f"reduction {reduction!r} is not defined for dtype {data_dtype}: {why}"
+        raise TypeError(msg)
+    return key
+
+
+def normalise(
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any
+) -> ScatterRequest:
+    """Check a call against contract.md section 4 and build its request.
+
+    Raises the contract's ValueError or TypeError; never reads index values.
+    """
+    reduction = _check_reduction(reduction)
+    axis = _check_axis_type(axis)
+    data, indices, updates = _as_array(data), _as_array(indices), _as_array(updates)
+    _check_same_library(data, indices, updates)
+    axis = _check_shapes(data, indices, updates, axis)
+    key = _check_dtypes(data, indices, updates, reduction)
+    return ScatterRequest(
+        data=data,
+        indices=indices,
+        updates=updates,
+        axis=axis,
+        reduction=reduction,
+        array_type=_type_name(type(data)),
+        dtype_key=key,
+        xp=_namespace(data),
+        device=_device(data),
+    )
