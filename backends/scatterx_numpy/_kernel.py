@@ -85,7 +85,7 @@ def _extreme_by_sorting(out: Array, flat: Array, values: Array, reduction: str) 
 def scatter_elements(request: ScatterRequest) -> Array:
     """Compute ``request`` on NumPy arrays; ``data``, ``indices``, ``updates`` stay untouched."""
     data: Array = request.data
-    native = data.dtype.newbyteorder("=") if data.dtype.byteorder not in "=|" else data.dtype
+    native = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
     out = np.array(data, dtype=native, order="C", copy=True)
     if request.n_updates:
         flat = flat_positions(request.indices, tuple(data.shape), request.axis)

@@ -118,6 +118,10 @@ def _check_shapes(data: Any, indices: Any, updates: Any, axis: int) -> int:
     return axis
 
 
+def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtype if dtype.isnative else dtype.newbyteorder("=")
+
+
 def _numpy_dtype(array: Any, role: str) -> np.dtype[Any]:
     try:
         return np.dtype(array.dtype)
@@ -128,7 +132,7 @@ def _numpy_dtype(array: Any, role: str) -> np.dtype[Any]:
 
 def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
     index_dtype = _numpy_dtype(indices, "indices")
-    if index_dtype.newbyteorder("=") not in _INDEX_DTYPES:
+    if _native(index_dtype) not in _INDEX_DTYPES:
         msg = (
             f"indices must be int32 or int64; got {index_dtype}. "
             "Convert them with indices.astype(np.int64)"
@@ -136,7 +140,7 @@ def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
         raise TypeError(msg)
     data_dtype = _numpy_dtype(data, "data")
     updates_dtype = _numpy_dtype(updates, "updates")
-    if data_dtype.newbyteorder("=") != updates_dtype.newbyteorder("="):
+    if _native(data_dtype) != _native(updates_dtype):
         msg = (
             f"updates must have the dtype of data (no silent casting); got updates "
             f"{updates_dtype} and data {data_dtype}"

@@ -1,0 +1,38 @@
+"""The conformance suite: the loop oracle, the cases, and a runner for any backend."""
+
+from ._cases import Case, error_cases, onnx_node_cases, spec_cases
+from ._compare import assert_bitwise_equal, first_difference
+from ._generated import grid_cases, layout_cases, special_cases, strategy_cases
+from ._oracle import reference_scatter_elements
+from ._runner import Outcome, expected_result, run_case
+
+__all__ = [
+    "Case",
+    "Outcome",
+    "all_cases",
+    "assert_bitwise_equal",
+    "error_cases",
+    "expected_result",
+    "first_difference",
+    "grid_cases",
+    "layout_cases",
+    "onnx_node_cases",
+    "reference_scatter_elements",
+    "run_case",
+    "spec_cases",
+    "special_cases",
+    "strategy_cases",
+]
+
+
+def all_cases() -> list[Case]:
+    """Every conformance case, in a fixed order."""
+    return [
+        *spec_cases(),
+        *onnx_node_cases(),
+        *grid_cases(),
+        *special_cases(),
+        *strategy_cases(),
+        *layout_cases(),
+        *error_cases(),
+    ]

@@ -1,0 +1,110 @@
+"""Run one conformance case on one backend; shared by the pytest suite and `check`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scatterx import BackendError, scatter_elements
+from scatterx._registry import registered
+
+from ._cases import Case
+from ._compare import first_difference
+from ._oracle import reference_scatter_elements
+
+_oracle_results: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """``status`` is "passed", "failed" or "skipped"; ``detail`` says why."""
+
+    status: str
+    detail: str = ""
+    unavailable: bool = False
+
+
+def expected_result(case: Case) -> Any:
+    """The oracle's answer for a case that succeeds, computed once per process."""
+    if case.name not in _oracle_results:
+        _oracle_results[case.name] = reference_scatter_elements(
+            case.data, case.indices, case.updates, axis=case.axis, reduction=case.reduction
+        )
+    return _oracle_results[case.name]
+
+
+def _convert(backend: Any, case: Case) -> tuple[Any, Any, Any] | str:
+    from_numpy = getattr(backend, "from_numpy", None)
+    if from_numpy is None:
+        return f"backend {backend.name} has no from_numpy() to receive test data"
+    try:
+        return tuple(from_numpy(np.asarray(a)) for a in (case.data, case.indices, case.updates))
+    except (TypeError, ValueError) as exc:
+        return f"{backend.name} cannot hold this input: {exc}"
+
+
+def _declined(backend: Any, case: Case, exc: BackendError) -> Outcome:
+    advertised = case.reduction in backend.capabilities.get(case.dtype_key, ())
+    if advertised:
+        why = f"declined a call its capabilities advertise: {exc}"
+        return Outcome("failed", why)
+    return Outcome("skipped", f"{backend.name} declines {case.dtype_key} {case.reduction}")
+
+
+def _unmodified(backend: Any, before: list[Any], arrays: tuple[Any, ...]) -> str | None:
+    for role, old, new in zip(("data", "indices", "updates"), before, arrays, strict=True):
+        problem = first_difference(np.asarray(backend.to_numpy(new)), old)
+        if problem is not None:
+            return f"{role} was modified: {problem}"
+    return None
+
+
+def _call(backend: Any, case: Case, arrays: tuple[Any, ...]) -> tuple[Any, Outcome | None]:
+    try:
+        return scatter_elements(*arrays, backend=backend.name, **case.kwargs()), None
+    except BackendError as exc:
+        return None, _declined(backend, case, exc)
+    except Exception as exc:
+        if case.error is not None and isinstance(exc, case.error):
+            if case.match is None or re.search(case.match, str(exc)):
+                return None, Outcome("passed")
+            return None, Outcome("failed", f"message {str(exc)!r} does not match {case.match!r}")
+        return None, Outcome("failed", f"raised {exc!r}")
+
+
+def _check_result(backend: Any, case: Case, arrays: tuple[Any, ...], result: Any) -> Outcome:
+    if case.error is not None:
+        return Outcome("failed", f"returned a result where {case.error.__name__} was due")
+    if type(result) is not type(arrays[0]):
+        return Outcome("failed", f"returned {type(result).__name__}, not {type(arrays[0]).__name__}")
+    arithmetic = case.reduction in ("add", "mul")
+    actual = np.asarray(backend.to_numpy(result))
+    problem = first_difference(actual, expected_result(case), any_nan=arithmetic)
+    return Outcome("failed", problem) if problem else Outcome("passed")
+
+
+def run_case(backend_name: str, case: Case) -> Outcome:
+    """Run ``case`` on the backend named; compare with the oracle bit for bit.
+
+    Also checks that no input was modified and that the result is a new array of the
+    backend's own type.
+    """
+    backend = registered()[backend_name]
+    reason = backend.available()
+    if reason is not None:
+        return Outcome("skipped", f"{backend_name} is unavailable: {reason}", unavailable=True)
+    arrays = _convert(backend, case)
+    if isinstance(arrays, str):
+        return Outcome("skipped", arrays)
+    before = [np.array(backend.to_numpy(a), copy=True) for a in arrays]
+    result, outcome = _call(backend, case, arrays)
+    if outcome is None:
+        outcome = _check_result(backend, case, arrays, result)
+    if outcome.status != "skipped":
+        modified = _unmodified(backend, before, arrays)
+        if modified is not None:
+            return Outcome("failed", modified)
+    return outcome
