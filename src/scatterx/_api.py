@@ -93,8 +93,10 @@ def explain(
     >>> decision = scatterx.explain(np.zeros(3), np.array([1]), np.array([5.0]), backend="numpy")
     >>> decision.backend
     'numpy'
-    >>> print(str(decision).splitlines()[0])
-    numpy runs scatter_elements(numpy:ndarray float64 (3,), indices (1,), axis=0, reduction='none') (choice by backend=)
+    >>> decision.source
+    'backend='
+    >>> print(str(decision).splitlines()[1])
+      numpy: runs
     """
     request = normalise(data, indices, updates, axis, reduction)
     return explain_request(request, backend)

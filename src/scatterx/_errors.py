@@ -11,9 +11,7 @@ class BackendError(RuntimeError):
     """A named backend cannot run the call; the message says why."""
 
 
-def out_of_bounds_error(
-    value: int, position: tuple[int, ...], axis: int, size: int
-) -> IndexError:
+def out_of_bounds_error(value: int, position: tuple[int, ...], axis: int, size: int) -> IndexError:
     """Build the contract's IndexError for the first bad index in C order.
 
     Every backend raises exactly this message, whether it checks bounds before or

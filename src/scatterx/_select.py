@@ -117,7 +117,7 @@ def _why_not(backend: Any, request: ScatterRequest, automatic: bool) -> str | No
 
 def choose(request: ScatterRequest, backend: Any = None) -> Any:
     """Return the backend object that runs ``request``; raise if none can."""
-    names, source = _configured(backend)
+    names, _ = _configured(backend)
     if names is None:
         for candidate in _serving_backends(request):
             if _why_not(candidate, request, automatic=True) is None:
@@ -168,10 +168,11 @@ def _describe(request: ScatterRequest) -> str:
 
 def explain_request(request: ScatterRequest, backend: Any = None) -> Decision:
     """The Decision for a validated request; runs nothing."""
-    names, source = _configured(backend)
+    configured, source = _configured(backend)
     known = registered()
-    automatic = names is None
-    order = list(known) if automatic else list(names) + [n for n in known if n not in names]
+    automatic = configured is None
+    names = configured or ()
+    order = list(known) if automatic else [*names, *(n for n in known if n not in names)]
     chosen: str | None = None
     reasons: dict[str, str | None] = {}
     for name in order:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import operator
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -25,10 +24,16 @@ def _as_array(value: Any) -> Any:
     return np.asarray(value)
 
 
-@lru_cache(maxsize=64)
+_TYPE_NAMES: dict[type, str] = {}
+
+
 def _type_name(array_type: type) -> str:
     """``"module:qualname"`` of an array type, e.g. ``"numpy:ndarray"``."""
-    return f"{array_type.__module__.partition('.')[0]}:{array_type.__qualname__}"
+    name = _TYPE_NAMES.get(array_type)
+    if name is None:
+        module = array_type.__module__.partition(".")[0]
+        name = _TYPE_NAMES.setdefault(array_type, f"{module}:{array_type.__qualname__}")
+    return name
 
 
 _NAMESPACES: dict[type, Any] = {}
@@ -90,7 +95,7 @@ def _check_same_library(data: Any, indices: Any, updates: Any) -> None:
 def _check_shapes(data: Any, indices: Any, updates: Any, axis: int) -> int:
     rank = data.ndim
     if rank < 1:
-        msg = f"data must have at least one dimension: scalars have no axis (got shape {data.shape})"
+        msg = f"data must have at least one dimension: scalars have no axis (shape {data.shape})"
         raise ValueError(msg)
     if not -rank <= axis < rank:
         msg = f"axis must be in [{-rank}, {rank - 1}] for data of rank {rank}; got axis={axis}"
@@ -119,15 +124,16 @@ def _check_shapes(data: Any, indices: Any, updates: Any, axis: int) -> int:
 
 
 def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    return dtype if dtype.isnative else dtype.newbyteorder("=")
+    return dtype if dtype.isnative else np.dtype(dtype.newbyteorder("="))
 
 
 def _numpy_dtype(array: Any, role: str) -> np.dtype[Any]:
     try:
-        return np.dtype(array.dtype)
+        dtype: np.dtype[Any] = np.dtype(array.dtype)
     except TypeError:
         msg = f"{role} has dtype {array.dtype!r}, which NumPy does not know"
         raise TypeError(msg) from None
+    return dtype
 
 
 def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
@@ -157,9 +163,7 @@ def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
     return key
 
 
-def normalise(
-    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any
-) -> ScatterRequest:
+def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
     """Check a call against contract.md section 4 and build its request.
 
     Raises the contract's ValueError or TypeError; never reads index values.

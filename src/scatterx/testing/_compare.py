@@ -42,9 +42,13 @@ def first_difference(actual: Array, expected: Array, any_nan: bool = False) -> s
     if actual.shape != expected.shape:
         return f"shape {actual.shape} differs from the expected {expected.shape}"
     if actual.dtype.kind in "OTUS":
-        same = np.array([a == e and type(a) is type(e) for a, e in
-                         zip(actual.ravel().tolist(), expected.ravel().tolist(), strict=True)],
-                        dtype=bool).reshape(actual.shape)
+        same = np.array(
+            [
+                a == e and type(a) is type(e)
+                for a, e in zip(actual.ravel().tolist(), expected.ravel().tolist(), strict=True)
+            ],
+            dtype=bool,
+        ).reshape(actual.shape)
     else:
         a, e = _bits(actual, any_nan), _bits(expected, any_nan)
         same = a == e if a.ndim == actual.ndim else np.all(a == e, axis=-1)
@@ -68,7 +72,7 @@ def assert_bitwise_equal(actual: Array, expected: Array, any_nan: bool = False) 
     >>> assert_bitwise_equal(np.array([-0.0]), np.array([0.0]))
     Traceback (most recent call last):
     ...
-    AssertionError: 1 of 1 elements differ; first at (0,): got np.float64(-0.0), expected np.float64(0.0)
+    AssertionError: 1 of 1 elements differ; first at (0,): got np.float64(-0.0), expected ...
     """
     problem = first_difference(np.asarray(actual), np.asarray(expected), any_nan)
     if problem is not None:

@@ -42,7 +42,7 @@ def _bfloat16() -> Any:
 
 def dtypes() -> dict[str, np.dtype[Any]]:
     """Every dtype of the contract that can be made here (bfloat16 needs ml_dtypes)."""
-    found = {key: np.dtype(key) for key in DTYPE_REDUCTIONS if key[0] in "biuf" and key != "bfloat16"}
+    found = {k: np.dtype(k) for k in DTYPE_REDUCTIONS if k[0] in "biuf" and k != "bfloat16"}
     found.update(complex64=np.dtype(np.complex64), complex128=np.dtype(np.complex128))
     bf16 = _bfloat16()
     if bf16 is not None:
@@ -56,9 +56,7 @@ def dtypes() -> dict[str, np.dtype[Any]]:
 
 def _words(rng: np.random.Generator, shape: tuple[int, ...]) -> Array:
     lengths = rng.integers(0, 4, size=shape)
-    flat = [
-        "".join(rng.choice(_ALPHABET, size=n)) for n in lengths.reshape(-1)
-    ]
+    flat = ["".join(rng.choice(_ALPHABET, size=n)) for n in lengths.reshape(-1)]
     return np.array(flat, dtype=object).reshape(shape)
 
 
@@ -133,14 +131,26 @@ def special_cases() -> Iterator[Case]:
             data = np.array([info.max, info.min, info.max - 1], dtype=key)
             updates = np.array([info.max, 3, info.max, 2, info.min, 7], dtype=key)
             indices = np.array([0, 0, 1, 1, 2, 2])
-            yield Case(f"overflow-{key}-{reduction}", "special", data, indices, updates,
-                       reduction=reduction)
+            yield Case(
+                f"overflow-{key}-{reduction}",
+                "special",
+                data,
+                indices,
+                updates,
+                reduction=reduction,
+            )
     for key in ("float32", "float64", "float16"):
         big = np.finfo(key).max / 4
         updates = np.array([big, 1.0, -big, 1.0, 3.0, -3.0, 1e-3] * 3, dtype=key)
         for reduction in ("add", "mul"):
-            yield Case(f"order-{key}-{reduction}", "special", np.ones(2, key),
-                       np.array([0, 1, 0] * 7), updates, reduction=reduction)
+            yield Case(
+                f"order-{key}-{reduction}",
+                "special",
+                np.ones(2, key),
+                np.array([0, 1, 0] * 7),
+                updates,
+                reduction=reduction,
+            )
 
 
 def strategy_cases() -> Iterator[Case]:
@@ -151,19 +161,42 @@ def strategy_cases() -> Iterator[Case]:
             rng = _rng(f"strategy-{key}-{reduction}")
             tokens = rng.integers(-50, 50, size=(120, 1))
             shapes: list[tuple[str, Array, Array, int]] = [
-                ("embedding", random_values(rng, dtype, (50, 16)),
-                 np.repeat(tokens, 16, axis=1), 0),
-                ("histogram", random_values(rng, dtype, (37,)),
-                 random_indices(rng, 37, (5000,)), 0),
-                ("last-axis", random_values(rng, dtype, (40, 64)),
-                 random_indices(rng, 64, (40, 5)), 1),
-                ("columns", random_values(rng, dtype, (64, 33)),
-                 random_indices(rng, 64, (200, 33)), 0),
+                (
+                    "embedding",
+                    random_values(rng, dtype, (50, 16)),
+                    np.repeat(tokens, 16, axis=1),
+                    0,
+                ),
+                (
+                    "histogram",
+                    random_values(rng, dtype, (37,)),
+                    random_indices(rng, 37, (5000,)),
+                    0,
+                ),
+                (
+                    "last-axis",
+                    random_values(rng, dtype, (40, 64)),
+                    random_indices(rng, 64, (40, 5)),
+                    1,
+                ),
+                (
+                    "columns",
+                    random_values(rng, dtype, (64, 33)),
+                    random_indices(rng, 64, (200, 33)),
+                    0,
+                ),
             ]
             for label, data, indices, axis in shapes:
                 updates = random_values(rng, dtype, indices.shape)
-                yield Case(f"strategy-{label}-{key}-{reduction}", "strategy", data, indices,
-                           updates, axis=axis, reduction=reduction)
+                yield Case(
+                    f"strategy-{label}-{key}-{reduction}",
+                    "strategy",
+                    data,
+                    indices,
+                    updates,
+                    axis=axis,
+                    reduction=reduction,
+                )
 
 
 def _readonly(array: Array) -> Array:
@@ -191,13 +224,28 @@ def layout_cases() -> Iterator[Case]:
                 data = random_values(rng, dtype, (7, 6))
                 indices = random_indices(rng, 6, (5, 9))
                 updates = random_values(rng, dtype, (5, 9))
-                yield Case(f"layout-{layout}-{key}-{reduction}", "layout", transform(data),
-                           transform(indices), transform(updates), axis=1, reduction=reduction)
+                yield Case(
+                    f"layout-{layout}-{key}-{reduction}",
+                    "layout",
+                    transform(data),
+                    transform(indices),
+                    transform(updates),
+                    axis=1,
+                    reduction=reduction,
+                )
         rng = _rng(f"layout-int32-{key}")
-        yield Case(f"layout-int32-indices-{key}", "layout", random_values(rng, dtype, (5, 4)),
-                   random_indices(rng, 5, (8, 3)).astype(np.int32),
-                   random_values(rng, dtype, (8, 3)),
-                   reduction="add" if dtype.kind == "c" else "max")
-        yield Case(f"layout-broadcast-{key}", "layout",
-                   np.broadcast_to(random_values(rng, dtype, (1, 4)), (5, 4)),
-                   random_indices(rng, 5, (3, 4)), random_values(rng, dtype, (3, 4)))
+        yield Case(
+            f"layout-int32-indices-{key}",
+            "layout",
+            random_values(rng, dtype, (5, 4)),
+            random_indices(rng, 5, (8, 3)).astype(np.int32),
+            random_values(rng, dtype, (8, 3)),
+            reduction="add" if dtype.kind == "c" else "max",
+        )
+        yield Case(
+            f"layout-broadcast-{key}",
+            "layout",
+            np.broadcast_to(random_values(rng, dtype, (1, 4)), (5, 4)),
+            random_indices(rng, 5, (3, 4)),
+            random_values(rng, dtype, (3, 4)),
+        )

@@ -51,7 +51,7 @@ def reference_scatter_elements(
     data = np.asarray(data)
     indices = np.asarray(indices)
     updates = np.asarray(updates)
-    out = data.copy()
+    out: np.ndarray[Any, Any] = np.array(data, copy=True)
     axis = axis % data.ndim
     size = data.shape[axis]
     kind = data.dtype.kind

@@ -79,7 +79,8 @@ def _check_result(backend: Any, case: Case, arrays: tuple[Any, ...], result: Any
     if case.error is not None:
         return Outcome("failed", f"returned a result where {case.error.__name__} was due")
     if type(result) is not type(arrays[0]):
-        return Outcome("failed", f"returned {type(result).__name__}, not {type(arrays[0]).__name__}")
+        why = f"returned {type(result).__name__}, not {type(arrays[0]).__name__}"
+        return Outcome("failed", why)
     arithmetic = case.reduction in ("add", "mul")
     actual = np.asarray(backend.to_numpy(result))
     problem = first_difference(actual, expected_result(case), any_nan=arithmetic)

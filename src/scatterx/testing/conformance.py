@@ -25,9 +25,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_backend_matches_oracle(
-    conformance_backend: str, case: Case, pytestconfig: Any
-) -> None:
+def test_backend_matches_oracle(conformance_backend: str, case: Case, pytestconfig: Any) -> None:
     outcome = run_case(conformance_backend, case)
     if outcome.status == "skipped":
         if outcome.unavailable:

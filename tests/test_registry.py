@@ -1,0 +1,82 @@
+"""Discovery through entry points, backend records, and the light import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+import scatterx
+from scatterx import _registry, _select
+
+
+def test_import_loads_no_heavy_library() -> None:
+    heavy = ["numba", "cupy", "onnx", "onnxruntime", "torch", "ml_dtypes"]
+    code = (
+        "import sys, scatterx; scatterx.backends(); "
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ""
+
+
+def test_numpy_backend_is_registered_through_its_entry_point() -> None:
+    records = {r.name: r for r in scatterx.backends()}
+    numpy = records["numpy"]
+    assert numpy.available
+    assert numpy.reason is None
+    assert numpy.array_types == ("numpy:ndarray",)
+    assert set(numpy.dtypes) == set(scatterx.DTYPE_KEYS)
+    assert numpy.reductions == scatterx.REDUCTIONS
+    assert numpy.version
+
+
+class _EntryPoint:
+    def __init__(self, name: str, value: str, loader: Any) -> None:
+        self.name, self.value, self._loader = name, value, loader
+
+    def load(self) -> Any:
+        return self._loader()
+
+
+def _broken() -> Any:
+    msg = "No module named 'somebody_elses_gpu_lib'"
+    raise ImportError(msg)
+
+
+@pytest.mark.usefixtures("clean_selection")
+def test_a_broken_entry_point_is_listed_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _registry.entry_points
+
+    def fake_entry_points(group: str) -> list[Any]:
+        return [*real(group=group), _EntryPoint("broken", "thirdparty:backend", _broken)]
+
+    monkeypatch.setattr(_registry, "entry_points", fake_entry_points)
+    _registry._backends = None
+    _select.clear_cache()
+    records = {r.name: r for r in scatterx.backends()}
+    assert not records["broken"].available
+    assert "somebody_elses_gpu_lib" in (records["broken"].reason or "")
+    assert records["numpy"].available
+
+
+@pytest.mark.usefixtures("clean_selection")
+def test_an_entry_point_that_is_not_a_backend_is_listed_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(
+        _registry, "entry_points", lambda group: [_EntryPoint("odd", "mod:obj", lambda: 42)]
+    )
+    _registry._backends = None
+    (record,) = scatterx.backends()
+    assert not record.available
+    assert "is not a Backend" in (record.reason or "")
+
+
+def test_register_backend_rejects_non_backends() -> None:
+    with pytest.raises(TypeError, match="Backend members"):
+        scatterx.register_backend(object())
