@@ -127,8 +127,6 @@ def module(name: str) -> Any:
         found = _modules.get(name)
         if found is None:
             names = target_expressions() if name == "targets" else name_expressions(name)
-            found = cupy.RawModule(
-                code=source(), options=compile_options(), name_expressions=names
-            )
+            found = cupy.RawModule(code=source(), options=compile_options(), name_expressions=names)
             _modules[name] = found
     return found

@@ -121,8 +121,11 @@ def _sort_and_reduce(
     targets = _compile.module("targets").get_function(
         _compile.targets_name(str(indices.dtype), key_type)
     )
-    targets(_blocks(lay.n_cols * strands), (_BLOCK,), (keys, indices, geom, *shape,
-                                                       np.int64(strands), err))
+    targets(
+        _blocks(lay.n_cols * strands),
+        (_BLOCK,),
+        (keys, indices, geom, *shape, np.int64(strands), err),
+    )
     _raise_bad_index(err, indices, request)  # before sorting: bad targets are placeholders
     order = stable_argsort(keys)
     sorted_keys = keys[order]

@@ -1,0 +1,198 @@
+"""The cupy backend without a GPU: light import, reasons, capabilities, geometry, strategy."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import scatterx
+from scatterx_cupy import CupyBackend, _compile, _layout, _run
+
+
+def test_importing_the_backend_does_not_import_cupy() -> None:
+    code = (
+        "import sys, scatterx, scatterx_cupy\n"
+        "scatterx_cupy.backend.version\n"
+        "import numpy as np\n"
+        "scatterx.scatter_elements(np.zeros(3), np.array([1]), np.array([2.0]))\n"
+        "assert 'cupy' not in sys.modules, 'cupy was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reason_when_cupy_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "cupy" else real(name, *a)
+    )
+    assert CupyBackend().available() == "cupy is not installed (pip install 'scatterx[cupy]')"
+
+
+def _has_device() -> bool:
+    return CupyBackend().available() is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is None, reason="cupy is not installed")
+def test_reason_names_the_device_when_cupy_sees_none() -> None:
+    reason = CupyBackend().available()
+    if reason is None:
+        pytest.skip("a CUDA device is present")
+    assert "device" in reason
+
+
+def test_registered_and_listed_with_its_reason() -> None:
+    record = {b.name: b for b in scatterx.backends()}["cupy"]
+    assert record.array_types == ("cupy:ndarray",)
+    assert record.available is (record.reason is None)
+    assert set(record.dtypes) <= set(scatterx.DTYPE_KEYS)
+
+
+def test_capabilities_are_the_contracts_for_every_dtype_served() -> None:
+    backend = CupyBackend()
+    for key, reductions in backend.capabilities.items():
+        assert reductions == scatterx.DTYPE_REDUCTIONS[key]
+    assert "bfloat16" not in backend.capabilities
+    assert "StringDType" not in backend.capabilities
+
+
+def _request(data: Any, indices: Any, updates: Any, axis: int = 0, reduction: str = "none") -> Any:
+    from scatterx._validate import normalise
+
+    return normalise(data, indices, updates, axis, reduction)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "word"),
+    [("bfloat16", "bfloat16"), ("StringDType", "strings"), ("U3", "strings")],
+)
+def test_can_run_declines_with_a_reason(dtype: str, word: str) -> None:
+    if dtype == "bfloat16":
+        ml_dtypes = pytest.importorskip("ml_dtypes")
+        data = np.zeros(3, dtype=ml_dtypes.bfloat16)
+    elif dtype == "StringDType":
+        data = np.array(["a", "b", "c"], dtype=np.dtypes.StringDType())
+    else:
+        data = np.array(["a", "b", "c"], dtype=dtype)
+    reason = CupyBackend().can_run(_request(data, np.array([1]), data[:1]))
+    assert reason is not None
+    assert word in reason
+
+
+def test_can_run_accepts_every_served_dtype_and_reduction() -> None:
+    backend = CupyBackend()
+    for key, reductions in backend.capabilities.items():
+        data = np.zeros(3, dtype=key)
+        for reduction in reductions:
+            assert backend.can_run(_request(data, np.array([1]), data[:1], 0, reduction)) is None
+
+
+@pytest.mark.parametrize("dtype", [">f4", "<U2", "O"])
+def test_from_numpy_refuses_what_cupy_cannot_hold(dtype: str) -> None:
+    with pytest.raises(TypeError, match="cupy"):
+        CupyBackend().from_numpy(np.zeros(2, dtype=dtype))
+
+
+def test_every_served_pair_has_kernels() -> None:
+    for key, reductions in _compile.SERVED.items():
+        names = _compile.name_expressions(key)
+        for reduction, index in itertools.product(reductions, _compile.INDEX_TYPES):
+            assert _compile.columns_name(key, index, reduction) in names
+            for key_type in _compile.KEY_TYPES:
+                assert _compile.runs_name(key, key_type, reduction) in names
+            if _compile.uses_atomics(key, reduction):
+                assert _compile.atomics_name(key, index, reduction) in names
+
+
+def test_kernel_source_ships_with_the_package() -> None:
+    assert "scx_columns" in _compile.source()
+
+
+def test_atomics_only_where_order_cannot_matter() -> None:
+    assert _compile.uses_atomics("int32", "add")
+    assert _compile.uses_atomics("bool", "mul")
+    assert not _compile.uses_atomics("int32", "none")
+    for key in ("float16", "float32", "float64", "complex64", "complex128"):
+        assert not any(_compile.uses_atomics(key, r) for r in scatterx.REDUCTIONS)
+
+
+def test_default_nan_is_this_cpus() -> None:
+    nan32, nan64 = _compile.default_nan_defines()
+    with np.errstate(invalid="ignore"):
+        inf = np.array([np.inf], dtype=np.float32)
+        expected = int((inf - inf).view(np.uint32)[0])
+    assert nan32 == f"-DSCX_DNAN32={expected:#x}u"
+    assert nan64.startswith("-DSCX_DNAN64=0x")
+
+
+SHAPES = [
+    ((5,), (7,), 0),
+    ((4, 6), (3, 6), 0),
+    ((4, 6), (4, 2), 1),
+    ((3, 4, 5), (2, 4, 5), 1),
+    ((3, 4, 5), (3, 2, 5), 2),
+    ((3, 4, 5), (3, 4, 5), 1),
+    ((2, 3, 4, 5), (2, 1, 4, 3), 0),
+    ((2, 3, 4, 5), (1, 3, 2, 5), 2),
+    ((6, 1, 5, 2), (6, 1, 3, 2), 2),
+    ((3, 5, 4, 2), (3, 1, 4, 2), 3),
+]
+
+
+@pytest.mark.parametrize(("data_shape", "index_shape", "axis"), SHAPES)
+def test_layout_targets_match_the_contracts_positions(
+    data_shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int
+) -> None:
+    rng = np.random.default_rng(7)
+    size = data_shape[axis]
+    indices = rng.integers(-size, size, index_shape)
+    grid = list(np.indices(index_shape))
+    grid[axis] = indices % size
+    expected = np.ravel_multi_index(tuple(grid), data_shape).reshape(-1)
+    lay = _layout.layout(data_shape, index_shape, axis)
+    assert lay.n_cols * lay.axis_len == indices.size
+    actual = []
+    for flat, value in enumerate(indices.reshape(-1)):
+        rest, n = divmod(flat, lay.n_inner)
+        o, k = divmod(rest, lay.axis_len)
+        actual.append(_layout.targets(lay, (o, k, n), int(value) % size))
+    np.testing.assert_array_equal(np.array(actual), expected)
+
+
+def test_layout_merges_full_dims_into_one() -> None:
+    lay = _layout.layout((2, 3, 4, 5), (2, 3, 4, 5), 0)
+    assert lay.inner == ((60, 1),)
+    assert lay.geometry() == (0, 1, 60, 1)
+
+
+def test_layout_does_not_merge_across_a_skipped_dim() -> None:
+    lay = _layout.layout((2, 3, 4, 5), (2, 1, 4, 5), 3)
+    assert lay.outer == ((2, 60), (4, 5))
+
+
+@pytest.mark.parametrize(
+    ("shape", "index_shape", "axis", "key", "reduction", "expected"),
+    [
+        ((4096, 4096), (4096, 4096), 0, "float32", "add", "columns"),
+        ((65536,), (4194304,), 0, "float32", "add", "sort"),
+        ((30000, 256), (16384, 256), 0, "float32", "max", "sort"),
+        ((8192, 1024), (8192, 64), 1, "float32", "none", "columns"),
+        ((65536,), (4194304,), 0, "int64", "add", "atomics"),
+        ((65536,), (4194304,), 0, "int64", "none", "sort"),
+        ((65536,), (100,), 0, "float64", "mul", "columns"),
+    ],
+)
+def test_strategy_rule(
+    shape: tuple[int, ...],
+    index_shape: tuple[int, ...],
+    axis: int,
+    key: str,
+    reduction: str,
+    expected: str,
+) -> None:
+    assert _run.strategy(_layout.layout(shape, index_shape, axis), key, reduction) == expected

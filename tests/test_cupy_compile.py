@@ -1,0 +1,107 @@
+"""The cupy backend's CUDA source compiles with nvcc, and its float16 rounding is NumPy's.
+
+These need nvcc only, no GPU: a kernel that does not compile fails CI here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scatterx_cupy import _compile
+
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+SOURCE = Path(_compile.__file__).with_name("_kernels.cu")
+
+
+def _instantiations() -> str:
+    """A translation unit that includes the source and takes every kernel's address.
+
+    The list is the runtime's own (``name_expressions``), so what NVRTC is asked to
+    build is exactly what nvcc builds here.
+    """
+    names = [name for key in _compile.CPP_TYPES for name in _compile.name_expressions(key)]
+    names += _compile.target_expressions()
+    lines = [f'#include "{SOURCE}"', "void* scx_every_kernel[] = {"]
+    lines += [f"    (void*)&{name}," for name in names]
+    lines.append("};")
+    return "\n".join(lines) + "\n"
+
+
+def _nvcc(*args: str) -> None:
+    assert NVCC is not None
+    done = subprocess.run([NVCC, *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
+@needs_nvcc
+def test_every_kernel_compiles_for_sm80_and_sm90(tmp_path: Path) -> None:
+    unit = tmp_path / "every_kernel.cu"
+    unit.write_text(_instantiations())
+    options = [opt for opt in _compile.compile_options() if opt != "--ftz=false"]
+    _nvcc(
+        *options,
+        "-gencode=arch=compute_80,code=sm_80",
+        "-gencode=arch=compute_90,code=sm_90",
+        "-c",
+        str(unit),
+        "-o",
+        str(tmp_path / "every_kernel.o"),
+    )
+
+
+_HALF_PROGRAM = """
+#include "{source}"
+#include <cstdio>
+int main(int argc, char** argv) {{
+    FILE* in = fopen(argv[1], "rb");
+    FILE* out = fopen(argv[2], "wb");
+    unsigned int bits;
+    while (fread(&bits, 4, 1, in) == 1) {{
+        unsigned short half = scx_float_bits_to_half(bits);
+        fwrite(&half, 2, 1, out);
+    }}
+    for (unsigned int half = 0; half < 65536; ++half) {{
+        unsigned int wide = scx_half_to_float_bits((unsigned short)half);
+        fwrite(&wide, 4, 1, out);
+    }}
+    fclose(in);
+    fclose(out);
+    return 0;
+}}
+"""
+
+
+def _float_bits_to_check() -> np.ndarray:
+    """Random words plus every float near the half range: ties, subnormals, overflow, NaN."""
+    rng = np.random.default_rng(20240)
+    near = np.arange(0x33000000 - 4096, 0x47800000 + 4096, 61, dtype=np.uint32)
+    ties = (np.arange(65536, dtype=np.uint32) << 13) + 0x38001000
+    nans = 0x7F800000 + np.arange(0, 2**23, 4099, dtype=np.uint32)
+    words = rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32)
+    bits = np.concatenate([near, ties, nans, words])
+    return np.concatenate([bits, bits | np.uint32(0x80000000)])
+
+
+@needs_nvcc
+def test_float16_conversions_match_numpy(tmp_path: Path) -> None:
+    program = tmp_path / "half.cu"
+    program.write_text(_HALF_PROGRAM.format(source=SOURCE))
+    _nvcc("-std=c++17", str(program), "-o", str(tmp_path / "half"))
+    bits = _float_bits_to_check()
+    bits.tofile(tmp_path / "in.bin")
+    subprocess.run([tmp_path / "half", tmp_path / "in.bin", tmp_path / "out.bin"], check=True)
+    raw = np.fromfile(tmp_path / "out.bin", dtype=np.uint8)
+    halves = raw[: 2 * bits.size].view(np.uint16)
+    widened = raw[2 * bits.size :].view(np.uint32)
+    with np.errstate(over="ignore"):
+        expected_halves = bits.view(np.float32).astype(np.float16).view(np.uint16)
+    every_half = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    expected_widened = every_half.astype(np.float32).view(np.uint32)
+    np.testing.assert_array_equal(halves, expected_halves)
+    np.testing.assert_array_equal(widened, expected_widened)

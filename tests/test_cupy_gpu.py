@@ -1,0 +1,146 @@
+"""The cupy backend on a GPU: every strategy against the oracle, errors, devices, streams.
+
+Skipped with the backend's reason where cupy or a CUDA device is missing; the
+conformance suite (tests/test_conformance.py) covers the full case matrix.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+import pytest
+
+import scatterx
+from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
+from scatterx_cupy import CupyBackend
+from scatterx_cupy._run import scatter_elements as run_strategy
+
+_REASON = CupyBackend().available()
+pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"cupy backend: {_REASON}")
+
+DTYPES = [
+    "bool",
+    "int8",
+    "uint16",
+    "int32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+
+
+def _values(rng: np.random.Generator, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Any:
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.7
+    if dtype.kind in "iu":
+        return rng.integers(0, 256, shape).astype(dtype)
+    values = rng.standard_normal(shape) * 3
+    if dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(shape)
+    values = values.astype(dtype)
+    values.reshape(-1)[::17] = np.nan  # NaN and signed zeros: the order-sensitive bits
+    values.reshape(-1)[5::23] = -0.0
+    return values
+
+
+def _case(
+    dtype: str, reduction: str, shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int
+) -> tuple[Any, Any, Any]:
+    rng = np.random.default_rng(zlib.crc32(repr((dtype, reduction, shape, axis)).encode()))
+    dt = np.dtype(dtype)
+    data = _values(rng, dt, shape)
+    indices = rng.integers(-shape[axis], shape[axis], index_shape)
+    return data, indices, _values(rng, dt, index_shape)
+
+
+def _check(strategy: str | None, dtype: str, reduction: str, geometry: Any) -> None:
+    import cupy
+
+    data, indices, updates = _case(dtype, reduction, *geometry)
+    axis = geometry[2]
+    expected = reference_scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
+    arrays = [cupy.asarray(a) for a in (data, indices, updates)]
+    request = scatterx._validate.normalise(*arrays, axis, reduction)
+    result = run_strategy(request, force=strategy)
+    assert_bitwise_equal(result.get(), expected, any_nan=reduction in ("add", "mul"))
+
+
+GEOMETRIES = [((40,), (300,), 0), ((9, 7, 5), (12, 6, 5), 0), ((6, 33, 4), (5, 40, 3), 1)]
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=["1d", "axis0", "axis1"])
+@pytest.mark.parametrize("strategy", ["columns", "sort"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ordered_strategies_match_the_oracle(strategy: str, dtype: str, geometry: Any) -> None:
+    for reduction in scatterx.DTYPE_REDUCTIONS[dtype]:
+        _check(strategy, dtype, reduction, geometry)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "uint32", "int64", "uint64"])
+@pytest.mark.parametrize("reduction", ["add", "mul", "max", "min"])
+def test_atomics_match_the_oracle(dtype: str, reduction: str) -> None:
+    for geometry in GEOMETRIES:
+        _check("atomics", dtype, reduction, geometry)
+
+
+def test_float_add_with_many_repeats_is_the_sequential_sum() -> None:
+    _check(None, "float32", "add", ((3,), (50_000,), 0))
+    _check(None, "float16", "mul", ((2, 5000), (2, 5000), 1))
+
+
+@pytest.mark.parametrize("strategy", ["columns", "sort", "atomics"])
+def test_first_bad_index_in_c_order_raises_like_numpy(strategy: str) -> None:
+    import cupy
+
+    indices = np.zeros((4, 64), dtype=np.int64)
+    indices[3, 1] = 9
+    indices[1, 60] = -7  # first in C order
+    indices[2, 0] = 6
+    data, updates = np.zeros((6, 64), dtype=np.int32), np.ones((4, 64), dtype=np.int32)
+    with pytest.raises(IndexError) as on_cpu:
+        scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numpy")
+    arrays = [cupy.asarray(a) for a in (data, indices, updates)]
+    request = scatterx._validate.normalise(*arrays, 0, "add")
+    with pytest.raises(IndexError) as on_gpu:
+        run_strategy(request, force=strategy)
+    assert str(on_gpu.value) == str(on_cpu.value)
+
+
+def test_result_is_on_the_device_of_data_and_inputs_untouched() -> None:
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    with cupy.cuda.Device(count - 1):
+        data = cupy.arange(12, dtype=cupy.float32).reshape(3, 4)[:, ::2]  # a strided view
+        indices = cupy.asarray([[2, 0], [1, 1]])
+        updates = cupy.asarray([[5.0, 6.0], [7.0, 8.0]], dtype=cupy.float32)
+    before = data.get()
+    result = scatterx.scatter_elements(data, indices, updates, reduction="add")
+    assert isinstance(result, cupy.ndarray)
+    assert result.device.id == count - 1
+    assert_bitwise_equal(data.get(), before)
+    expected = reference_scatter_elements(before, indices.get(), updates.get(), reduction="add")
+    assert_bitwise_equal(result.get(), expected)
+
+
+def test_runs_on_the_current_stream() -> None:
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    data = cupy.zeros(1 << 20, dtype=cupy.float32)
+    indices = cupy.arange(1 << 20) % 1000
+    updates = cupy.ones(1 << 20, dtype=cupy.float32)
+    with stream:
+        result = scatterx.scatter_elements(data, indices, updates, reduction="add")
+        stream.synchronize()
+    assert float(result[:1000].sum().get()) == float(1 << 20)
+
+
+def test_numpy_input_is_never_sent_to_the_gpu() -> None:
+    with pytest.raises(scatterx.BackendError):
+        scatterx.scatter_elements(np.zeros(3), np.array([1]), np.array([2.0]), backend="cupy")
