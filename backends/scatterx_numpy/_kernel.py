@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from functools import lru_cache
 from typing import Any
 
@@ -39,30 +38,43 @@ def _grid(index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int) 
 
 
 @lru_cache(maxsize=256)
-def _cached_grid(index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int) -> Array:
+def _small_layout(
+    index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int
+) -> tuple[int, Array]:
     grid = _grid(index_shape, data_shape, axis)
     grid.flags.writeable = False
-    return grid
+    return _c_strides(data_shape)[axis], grid
 
 
-def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int) -> Array:
-    """C-order flat positions (int64) in data of every element of ``indices``.
+def _layout(
+    index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int, count: int
+) -> tuple[int, Array]:
+    """Stride of the axis in C-ordered data, and the flat offset of every index position."""
+    if count <= _CACHED_GRID_LIMIT:  # small calls recur: their grids are kept
+        return _small_layout(index_shape, data_shape, axis)
+    return _c_strides(data_shape)[axis], _grid(index_shape, data_shape, axis)
+
+
+def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int, count: int) -> Array:
+    """C-order flat positions (int64) in data of the ``count`` elements of ``indices``.
 
     Raises the contract's IndexError for the first out-of-bounds index in C order.
     """
     size = data_shape[axis]
     has_negative = check_bounds_numpy(indices, axis, size)
-    along = indices.astype(np.int64, order="C")  # int64 even for int32 indices: data may be huge
+    stride, grid = _layout(indices.shape, data_shape, axis, count)
+    # int64 arithmetic even for int32 indices: flat positions of big data pass 2**31.
     if has_negative:
+        along = indices.astype(np.int64)
         along += np.where(along < 0, size, 0)
-    stride = _c_strides(data_shape)[axis]
-    if stride != 1:
         along *= stride
-    index_shape = tuple(indices.shape)
-    if math.prod(index_shape) <= _CACHED_GRID_LIMIT:
-        along += _cached_grid(index_shape, data_shape, axis)
+        along += grid
+    elif indices.dtype.itemsize == 8:
+        along = indices * stride if stride != 1 else indices.astype(np.int64)
+        along += grid
     else:
-        along += _grid(index_shape, data_shape, axis)
+        along = np.multiply(indices, stride, dtype=np.int64)
+        along += grid
     return along.reshape(-1)
 
 
@@ -86,20 +98,24 @@ def scatter_elements(request: ScatterRequest) -> Array:
     """Compute ``request`` on NumPy arrays; ``data``, ``indices``, ``updates`` stay untouched."""
     data: Array = request.data
     native = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
-    out = np.array(data, dtype=native, order="C", copy=True)
-    if request.n_updates:
-        flat = flat_positions(request.indices, tuple(data.shape), request.axis)
-        _apply(out.reshape(-1), flat, request.updates, request.reduction, native)
+    out = data.copy(order="C") if native is data.dtype else data.astype(native, order="C")
+    count = request.indices.size
+    if count:
+        flat = flat_positions(request.indices, data.shape, request.axis, count)
+        _apply(out, flat, request.updates, request.reduction, native)
     return out if native == data.dtype else out.astype(data.dtype)
 
 
 def _apply(out: Array, flat: Array, updates: Array, reduction: str, dtype: np.dtype[Any]) -> None:
-    values = np.ascontiguousarray(updates, dtype=dtype).reshape(-1)
+    """Scatter into the C-contiguous ``out`` at the C-order ``flat`` positions."""
     if reduction == "none":
-        # np.put is one sequential C loop over the positions (PyArray_PutTo), so the last
-        # duplicate wins; the with_duplicate_indices cases of the conformance suite guard it.
-        np.put(out, flat, values, mode="wrap")
-    elif dtype.kind in "US":
+        # ndarray.put is one sequential C loop over the positions (PyArray_PutTo), taking
+        # updates in C order, so the last duplicate wins; duplicate cases of the suite guard it.
+        out.put(flat, updates, mode="wrap")
+        return
+    out = out.reshape(-1)
+    values = np.ascontiguousarray(updates, dtype=dtype).reshape(-1)
+    if dtype.kind in "US":
         _extreme_by_sorting(out, flat, values, reduction)
     else:
         # ufunc.at is unbuffered and walks the positions in order: float add and mul

@@ -24,6 +24,9 @@ def out_of_bounds_error(value: int, position: tuple[int, ...], axis: int, size: 
     return IndexError(msg)
 
 
+_SMALL = 64
+
+
 def check_bounds_numpy(indices: np.ndarray[Any, Any], axis: int, size: int) -> bool:
     """Raise the contract's IndexError if any index is outside ``[-size, size-1]``.
 
@@ -33,8 +36,12 @@ def check_bounds_numpy(indices: np.ndarray[Any, Any], axis: int, size: int) -> b
     """
     if indices.size == 0:
         return False
-    low = int(indices.min())
-    high = int(indices.max())
+    if indices.size <= _SMALL:
+        # For a handful of indices, min and max of a list cost a fifth of two reductions.
+        values = indices.ravel().tolist()
+        low, high = min(values), max(values)
+    else:
+        low, high = int(indices.min()), int(indices.max())
     if low < -size or high >= size:
         bad = (indices < -size) | (indices >= size)
         flat = int(np.argmax(bad))

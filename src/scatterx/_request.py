@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ScatterRequest:
-    """One validated call of ``scatter_elements``.
+    """One validated call of ``scatter_elements``; backends must treat it as read-only.
 
     Backends receive this and nothing else; every metadata check of contract.md
     section 4 has passed. Index *values* are not yet checked: each backend checks

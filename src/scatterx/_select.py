@@ -106,6 +106,11 @@ def _why_not(backend: Any, request: ScatterRequest, automatic: bool) -> str | No
     if not any(array_type_matches(request.data, spec) for spec in backend.array_types):
         served = ", ".join(backend.array_types) or "nothing"
         return f"does not serve {request.array_type} (serves {served})"
+    return _why_not_served(backend, request, automatic)
+
+
+def _why_not_served(backend: Any, request: ScatterRequest, automatic: bool) -> str | None:
+    """As _why_not, for a backend known to serve the array type."""
     reason: str | None = backend.available()
     if reason is None:
         reason = backend.can_run(request)
@@ -120,7 +125,7 @@ def choose(request: ScatterRequest, backend: Any = None) -> Any:
     names, _ = _configured(backend)
     if names is None:
         for candidate in _serving_backends(request):
-            if _why_not(candidate, request, automatic=True) is None:
+            if _why_not_served(candidate, request, automatic=True) is None:
                 if logger.isEnabledFor(logging.DEBUG):
                     logger.debug("%s", explain_request(request, backend))
                 return candidate

@@ -127,25 +127,39 @@ def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
     return dtype if dtype.isnative else np.dtype(dtype.newbyteorder("="))
 
 
-def _numpy_dtype(array: Any, role: str) -> np.dtype[Any]:
+def _numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
     try:
-        dtype: np.dtype[Any] = np.dtype(array.dtype)
+        dtype: np.dtype[Any] = np.dtype(given)
     except TypeError:
-        msg = f"{role} has dtype {array.dtype!r}, which NumPy does not know"
+        msg = f"{role} has dtype {given!r}, which NumPy does not know"
         raise TypeError(msg) from None
     return dtype
 
 
+_checked_dtypes: dict[tuple[Any, ...], str] = {}
+
+
 def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
-    index_dtype = _numpy_dtype(indices, "indices")
+    """Return the dtype key of a valid combination; remembered, since only few recur."""
+    combination = (data.dtype, indices.dtype, updates.dtype, reduction)
+    key = _checked_dtypes.get(combination)
+    if key is None:
+        key = _checked_dtypes.setdefault(combination, _dtype_key_of_call(*combination))
+    return key
+
+
+def _dtype_key_of_call(
+    data_dtype: Any, index_dtype: Any, updates_dtype: Any, reduction: str
+) -> str:
+    index_dtype = _numpy_dtype(index_dtype, "indices")
     if _native(index_dtype) not in _INDEX_DTYPES:
         msg = (
             f"indices must be int32 or int64; got {index_dtype}. "
             "Convert them with indices.astype(np.int64)"
         )
         raise TypeError(msg)
-    data_dtype = _numpy_dtype(data, "data")
-    updates_dtype = _numpy_dtype(updates, "updates")
+    data_dtype = _numpy_dtype(data_dtype, "data")
+    updates_dtype = _numpy_dtype(updates_dtype, "updates")
     if _native(data_dtype) != _native(updates_dtype):
         msg = (
             f"updates must have the dtype of data (no silent casting); got updates "
@@ -170,18 +184,22 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     """
     reduction = _check_reduction(reduction)
     axis = _check_axis_type(axis)
-    data, indices, updates = _as_array(data), _as_array(indices), _as_array(updates)
-    _check_same_library(data, indices, updates)
+    if type(data) is np.ndarray and type(indices) is np.ndarray and type(updates) is np.ndarray:
+        device: Any = "cpu"  # the common case: one library, one device, nothing to convert
+    else:
+        data, indices, updates = _as_array(data), _as_array(indices), _as_array(updates)
+        _check_same_library(data, indices, updates)
+        device = _device(data)
     axis = _check_shapes(data, indices, updates, axis)
     key = _check_dtypes(data, indices, updates, reduction)
     return ScatterRequest(
-        data=data,
-        indices=indices,
-        updates=updates,
-        axis=axis,
-        reduction=reduction,
-        array_type=_type_name(type(data)),
-        dtype_key=key,
-        xp=_namespace(data),
-        device=_device(data),
+        data,
+        indices,
+        updates,
+        axis,
+        reduction,
+        _type_name(type(data)),
+        key,
+        _namespace(data),
+        device,
     )
