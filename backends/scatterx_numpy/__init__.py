@@ -9,6 +9,8 @@ import numpy as np
 
 from scatterx import DTYPE_REDUCTIONS, ScatterRequest
 
+from ._kernel import scatter_elements
+
 
 class NumpyBackend:
     """Reference backend for ``numpy.ndarray``; see :mod:`scatterx_numpy._kernel`."""
@@ -29,8 +31,6 @@ class NumpyBackend:
         return None
 
     def scatter_elements(self, request: ScatterRequest) -> np.ndarray[Any, Any]:
-        from ._kernel import scatter_elements
-
         return scatter_elements(request)
 
     def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

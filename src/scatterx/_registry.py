@@ -38,6 +38,10 @@ class Backend(Protocol):
     ``skip_automatic(request) -> str | None``
         A reason to pass the call over in *automatic* choice only (for instance:
         too small to be worth it); a backend named explicitly still runs.
+
+    ``can_run`` and ``skip_automatic`` may look only at the request's metadata (array
+    type, dtypes, shapes, axis, reduction, device), never at values: automatic choices are
+    remembered by that metadata.
     ``from_numpy(array)`` / ``to_numpy(array)``
         Move test data to and from the backend's array type (the conformance suite).
     """

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -22,11 +22,14 @@ _scoped: ContextVar[tuple[str, ...] | None] = ContextVar("scatterx_backend", def
 _process_lock = threading.Lock()
 _process_default: tuple[str, ...] | None = None
 _serving: dict[type, tuple[Any, ...]] = {}
+_automatic_choices: dict[tuple[Any, ...], Any] = {}
+_MAX_REMEMBERED = 1024
 
 
 def clear_cache() -> None:
-    """Forget which backends serve which array type (after the registry changes)."""
+    """Forget remembered choices (after the registry changes)."""
     _serving.clear()
+    _automatic_choices.clear()
 
 
 def _names(choice: str | Sequence[str], where: str) -> tuple[str, ...]:
@@ -81,11 +84,35 @@ def _configured(backend: Any) -> tuple[tuple[str, ...] | None, str]:
     process = _process_default
     if process is not None:
         return process, "set_backend"
-    env = os.environ.get(ENV_VAR, "").strip()
+    env = _read_env()
     if env:
         names = [n.strip() for n in env.split(",") if n.strip()]
         return _names(names, ENV_VAR), ENV_VAR
     return None, "automatic priority"
+
+
+def _env_reader() -> Callable[[], str]:
+    """A reader of SCATTERX_BACKEND that sees every change made through ``os.environ``.
+
+    ``os.environ.get`` re-encodes the key on every call, which costs more than the rest of
+    a small call's selection; CPython's ``os.environ`` keeps its encoded dict in ``_data``,
+    read directly where it exists.
+    """
+    data = getattr(os.environ, "_data", None)
+    encodekey = getattr(os.environ, "encodekey", None)
+    decodevalue = getattr(os.environ, "decodevalue", None)
+    if isinstance(data, dict) and callable(encodekey) and callable(decodevalue):
+        key = encodekey(ENV_VAR)
+
+        def read() -> str:
+            raw = data.get(key)
+            return "" if raw is None else str(decodevalue(raw)).strip()
+
+        return read
+    return lambda: os.environ.get(ENV_VAR, "").strip()
+
+
+_read_env = _env_reader()
 
 
 def _serving_backends(request: ScatterRequest) -> tuple[Any, ...]:
@@ -120,15 +147,52 @@ def _why_not_served(backend: Any, request: ScatterRequest, automatic: bool) -> s
     return reason
 
 
+def _automatic(request: ScatterRequest) -> Any:
+    """The first backend in priority order that serves, can run and does not skip ``request``.
+
+    Remembered by the request's metadata, which is all that ``can_run`` and
+    ``skip_automatic`` may look at (see :class:`scatterx.Backend`).
+    """
+    data, indices = request.data, request.indices
+    key = (
+        type(data),
+        data.dtype,
+        indices.dtype,
+        data.shape,
+        indices.shape,
+        request.axis,
+        request.reduction,
+        request.device,
+    )
+    try:
+        found = _automatic_choices.get(key)
+    except TypeError:  # an unhashable device: decide afresh
+        key, found = None, None
+    if found is None:
+        found = next(
+            (
+                b
+                for b in _serving_backends(request)
+                if _why_not_served(b, request, automatic=True) is None
+            ),
+            None,
+        )
+        if key is not None and found is not None:
+            if len(_automatic_choices) >= _MAX_REMEMBERED:
+                _automatic_choices.clear()
+            _automatic_choices[key] = found
+    return found
+
+
 def choose(request: ScatterRequest, backend: Any = None) -> Any:
     """Return the backend object that runs ``request``; raise if none can."""
     names, _ = _configured(backend)
     if names is None:
-        for candidate in _serving_backends(request):
-            if _why_not_served(candidate, request, automatic=True) is None:
-                if logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s", explain_request(request, backend))
-                return candidate
+        chosen = _automatic(request)
+        if chosen is not None:
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("%s", explain_request(request, backend))
+            return chosen
     else:
         known = registered()
         for name in names:

@@ -177,26 +177,65 @@ def _dtype_key_of_call(
     return key
 
 
+_validated: dict[tuple[Any, ...], tuple[int, str]] = {}
+_MAX_REMEMBERED = 1024
+
+
 def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
     """Check a call against contract.md section 4 and build its request.
 
-    Raises the contract's ValueError or TypeError; never reads index values.
+    Raises the contract's ValueError or TypeError; never reads index values. The checks
+    depend only on metadata, so those of NumPy calls are remembered by it.
     """
+    numpy_call = type(data) is type(indices) is type(updates) is np.ndarray
+    if numpy_call:
+        seen = (
+            type(axis),
+            axis,
+            type(reduction),
+            reduction,
+            data.shape,
+            indices.shape,
+            updates.shape,
+            data.dtype,
+            indices.dtype,
+            updates.dtype,
+        )
+        try:
+            hit = _validated.get(seen)
+        except TypeError:  # an unhashable axis or reduction: the checks below say what is wrong
+            seen, hit = None, None
+        if hit is not None:
+            return ScatterRequest(
+                data,
+                indices,
+                updates,
+                hit[0],
+                reduction,
+                "numpy:ndarray",
+                hit[1],
+                _namespace(data),
+                "cpu",
+            )
     reduction = _check_reduction(reduction)
-    axis = _check_axis_type(axis)
-    if type(data) is np.ndarray and type(indices) is np.ndarray and type(updates) is np.ndarray:
-        device: Any = "cpu"  # the common case: one library, one device, nothing to convert
+    checked_axis = _check_axis_type(axis)
+    if numpy_call:
+        device: Any = "cpu"
     else:
         data, indices, updates = _as_array(data), _as_array(indices), _as_array(updates)
         _check_same_library(data, indices, updates)
         device = _device(data)
-    axis = _check_shapes(data, indices, updates, axis)
+    checked_axis = _check_shapes(data, indices, updates, checked_axis)
     key = _check_dtypes(data, indices, updates, reduction)
+    if numpy_call and seen is not None:
+        if len(_validated) >= _MAX_REMEMBERED:
+            _validated.clear()
+        _validated[seen] = (checked_axis, key)
     return ScatterRequest(
         data,
         indices,
         updates,
-        axis,
+        checked_axis,
         reduction,
         _type_name(type(data)),
         key,
