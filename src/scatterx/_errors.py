@@ -47,4 +47,4 @@ def check_bounds_numpy(indices: np.ndarray[Any, Any], axis: int, size: int) -> b
         flat = int(np.argmax(bad))
         position = tuple(int(p) for p in np.unravel_index(flat, indices.shape))
         raise out_of_bounds_error(int(indices[position]), position, axis, size)
-    return low < 0
+    return bool(low < 0)

@@ -154,7 +154,7 @@ def _automatic(request: ScatterRequest) -> Any:
     ``skip_automatic`` may look at (see :class:`scatterx.Backend`).
     """
     data, indices = request.data, request.indices
-    key = (
+    key: tuple[Any, ...] | None = (
         type(data),
         data.dtype,
         indices.dtype,
