@@ -78,3 +78,12 @@ def test_int32_indices_reach_beyond_two_to_the_31_elements() -> None:
 def test_the_oracle_raises_on_bad_indices_too() -> None:
     with pytest.raises(IndexError):
         reference_scatter_elements(np.zeros(3), np.array([3]), np.ones(1))
+
+
+def test_remembered_checks_still_refuse_a_bool_axis() -> None:
+    data, indices, updates = np.zeros((2, 2)), np.array([[1, 0]]), np.ones((1, 2))
+    scatterx.scatter_elements(data, indices, updates, axis=1)
+    with pytest.raises(TypeError, match="axis must be an int, got bool"):
+        scatterx.scatter_elements(data, indices, updates, axis=True)
+    with pytest.raises(ValueError, match="got 'sum'"):
+        scatterx.scatter_elements(data, indices, updates, axis=1, reduction="sum")

@@ -154,7 +154,7 @@ def _automatic(request: ScatterRequest) -> Any:
     ``skip_automatic`` may look at (see :class:`scatterx.Backend`).
     """
     data, indices = request.data, request.indices
-    key: tuple[Any, ...] | None = (
+    key = (
         type(data),
         data.dtype,
         indices.dtype,
@@ -166,8 +166,9 @@ def _automatic(request: ScatterRequest) -> Any:
     )
     try:
         found = _automatic_choices.get(key)
+        remember = True
     except TypeError:  # an unhashable device: decide afresh
-        key, found = None, None
+        found, remember = None, False
     if found is None:
         found = next(
             (
@@ -177,7 +178,7 @@ def _automatic(request: ScatterRequest) -> Any:
             ),
             None,
         )
-        if key is not None and found is not None:
+        if remember and found is not None:
             if len(_automatic_choices) >= _MAX_REMEMBERED:
                 _automatic_choices.clear()
             _automatic_choices[key] = found

@@ -181,45 +181,52 @@ _validated: dict[tuple[Any, ...], tuple[int, str]] = {}
 _MAX_REMEMBERED = 1024
 
 
+def _metadata_key(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> Any:
+    """What the checks of a NumPy call depend on, or None for other calls."""
+    if not type(data) is type(indices) is type(updates) is np.ndarray:
+        return None
+    # The types too: axis=True must not pass as axis=1 remembered.
+    return (
+        type(axis),
+        axis,
+        type(reduction),
+        reduction,
+        data.shape,
+        indices.shape,
+        updates.shape,
+        data.dtype,
+        indices.dtype,
+        updates.dtype,
+    )
+
+
 def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
     """Check a call against contract.md section 4 and build its request.
 
     Raises the contract's ValueError or TypeError; never reads index values. The checks
     depend only on metadata, so those of NumPy calls are remembered by it.
     """
-    numpy_call = type(data) is type(indices) is type(updates) is np.ndarray
-    if numpy_call:
-        seen = (
-            type(axis),
-            axis,
-            type(reduction),
-            reduction,
-            data.shape,
-            indices.shape,
-            updates.shape,
-            data.dtype,
-            indices.dtype,
-            updates.dtype,
-        )
-        try:
-            hit = _validated.get(seen)
-        except TypeError:  # an unhashable axis or reduction: the checks below say what is wrong
-            seen, hit = None, None
-        if hit is not None:
-            return ScatterRequest(
-                data,
-                indices,
-                updates,
-                hit[0],
-                reduction,
-                "numpy:ndarray",
-                hit[1],
-                _namespace(data),
-                "cpu",
-            )
+    seen = _metadata_key(data, indices, updates, axis, reduction)
+    try:
+        hit = _validated.get(seen)
+    except TypeError:  # an unhashable axis or reduction: the checks say what is wrong
+        seen, hit = None, None
+    if hit is None:
+        request = _validate(data, indices, updates, axis, reduction)
+        if seen is not None:
+            if len(_validated) >= _MAX_REMEMBERED:
+                _validated.clear()
+            _validated[seen] = (request.axis, request.dtype_key)
+        return request
+    return ScatterRequest(
+        data, indices, updates, hit[0], reduction, "numpy:ndarray", hit[1], _namespace(data), "cpu"
+    )
+
+
+def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
     reduction = _check_reduction(reduction)
     checked_axis = _check_axis_type(axis)
-    if numpy_call:
+    if type(data) is type(indices) is type(updates) is np.ndarray:
         device: Any = "cpu"
     else:
         data, indices, updates = _as_array(data), _as_array(indices), _as_array(updates)
@@ -227,10 +234,6 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
         device = _device(data)
     checked_axis = _check_shapes(data, indices, updates, checked_axis)
     key = _check_dtypes(data, indices, updates, reduction)
-    if numpy_call and seen is not None:
-        if len(_validated) >= _MAX_REMEMBERED:
-            _validated.clear()
-        _validated[seen] = (checked_axis, key)
     return ScatterRequest(
         data,
         indices,
