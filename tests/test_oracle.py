@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -30,3 +32,30 @@ def test_complex_product_is_the_textbook_formula_without_fma(dtype: type) -> Non
         real = x.real * y.real - x.imag * y.imag
         imag = x.real * y.imag + x.imag * y.real
         assert (product.real, product.imag) == (real, imag)
+
+
+def _onnx_node_tests() -> list[Any]:
+    try:
+        from onnx.backend.test.case.node import collect_testcases
+    except ImportError:
+        return []
+    return list(collect_testcases("ScatterElements"))
+
+
+@pytest.mark.skipif(not _onnx_node_tests(), reason="onnx is not installed")
+def test_our_onnx_node_cases_are_onnx_own() -> None:
+    ours = {c.name: c for c in onnx_node_cases()}
+    theirs = _onnx_node_tests()
+    assert len(theirs) == len(ours) == 7
+    for test in theirs:
+        name = "onnx-" + test.name.removeprefix("test_scatter_elements_")
+        case = ours[name]
+        (inputs, (output,)) = test.data_sets[0]
+        attributes = {a.name: a for a in test.model.graph.node[0].attribute}
+        assert int(attributes["axis"].i if "axis" in attributes else 0) == case.axis
+        reduction = attributes["reduction"].s.decode() if "reduction" in attributes else "none"
+        assert reduction == case.reduction
+        for given, mine in zip(inputs, (case.data, case.indices, case.updates), strict=True):
+            np.testing.assert_array_equal(given, mine)
+        out = reference_scatter_elements(*inputs, axis=case.axis, reduction=case.reduction)
+        np.testing.assert_allclose(out, output, rtol=1e-6)
