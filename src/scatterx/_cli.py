@@ -23,12 +23,17 @@ def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
 
 def _dtype_summary(record: BackendRecord) -> str:
     served = [k for k in DTYPE_KEYS if record.capabilities.get(k)]
-    return "all" if len(served) == len(DTYPE_KEYS) else ", ".join(served) or "-"
+    missing = [k for k in DTYPE_KEYS if k not in served]
+    if not missing:
+        return "all"
+    if len(missing) < len(served):
+        return "all but " + ", ".join(missing)
+    return ", ".join(served) or "-"
 
 
 def print_backends(out: TextIO = sys.stdout) -> int:
     """Print one row per registered backend: availability or reason, dtypes, reductions."""
-    rows = [["backend", "priority", "status", "serves", "dtypes", "reductions"]]
+    rows = [["backend", "priority", "serves", "dtypes", "reductions", "status"]]
     for record in backends():
         status = (
             f"available ({record.version})"
