@@ -44,10 +44,10 @@ def print_backends(out: TextIO = sys.stdout) -> int:
             [
                 record.name,
                 str(record.priority),
-                status,
                 ", ".join(record.array_types) or "-",
                 _dtype_summary(record),
                 ", ".join(r for r in REDUCTIONS if r in record.reductions) or "-",
+                status,
             ]
         )
     _table(rows, out)
