@@ -178,7 +178,8 @@ def test_layout_does_not_merge_across_a_skipped_dim() -> None:
 @pytest.mark.parametrize(
     ("shape", "index_shape", "axis", "key", "reduction", "expected"),
     [
-        ((4096, 4096), (4096, 4096), 0, "float32", "add", "columns"),
+        ((4096, 4096), (4096, 4096), 0, "float32", "add", "sort"),
+        ((16384, 16384), (16384, 16384), 0, "float32", "none", "columns"),
         ((65536,), (4194304,), 0, "float32", "add", "sort"),
         ((30000, 256), (16384, 256), 0, "float32", "max", "sort"),
         ((8192, 1024), (8192, 64), 1, "float32", "none", "columns"),

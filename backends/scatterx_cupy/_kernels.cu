@@ -20,8 +20,6 @@
 #define SCX_DNAN64 0xfff8000000000000ull
 #endif
 
-#define SCX_UNROLL 8
-
 struct scx_half {
     unsigned short bits;
 };
@@ -285,47 +283,58 @@ __device__ inline bool scx_wrap(long long& j, long long size) {
     return j >= 0 && j < size;
 }
 
-// (a) One thread per column walks the axis in ascending order. Chunks of SCX_UNROLL steps
-// load their old values together (to hide latency) and resolve repeated targets in registers.
+// (a) One thread per column walks the axis in ascending order. Chunks of steps load their
+// old values together (to hide latency) and resolve repeated targets in registers; `none`
+// loads nothing, since storing in order already leaves the last update.
+// Steps per chunk: long for `none` (stores only); shorter where repeats are resolved in
+// registers, whose cost grows with the square of the chunk.
+template <typename T, int RED> struct scx_chunk {
+    static constexpr int steps = RED == SCX_NONE ? 32 : (sizeof(T) <= 8 ? 16 : 8);
+};
+
 template <typename T, typename I, int RED>
 __global__ void scx_columns(T* out, const I* idx, const T* upd, const long long* geom,
                             long long n_cols, long long inner_n, long long axis_len,
                             long long size, long long stride, unsigned long long* err) {
+    constexpr int U = scx_chunk<T, RED>::steps;
     long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= n_cols) return;
     long long o = c / inner_n, n = c - o * inner_n;
     long long base = scx_column_base(geom, o, n);
     long long p = o * axis_len * inner_n + n;
     long long k = 0;
-    for (; k + SCX_UNROLL <= axis_len; k += SCX_UNROLL) {
-        long long target[SCX_UNROLL];
-        T value[SCX_UNROLL];
+    for (; k + U <= axis_len; k += U, p += U * inner_n) {
+        long long target[U];
+        T value[U];
 #pragma unroll
-        for (int s = 0; s < SCX_UNROLL; ++s) {
-            long long q = p + s * inner_n;
-            long long j = (long long)idx[q];
+        for (int s = 0; s < U; ++s) {
+            long long j = (long long)idx[p + s * inner_n];
             if (!scx_wrap(j, size)) {
-                atomicMin(err, (unsigned long long)q);
+                atomicMin(err, (unsigned long long)(p + s * inner_n));
                 return;
             }
             target[s] = base + j * stride;
         }
+        if constexpr (RED == SCX_NONE) {
 #pragma unroll
-        for (int s = 0; s < SCX_UNROLL; ++s) value[s] = out[target[s]];
+            for (int s = 0; s < U; ++s) value[s] = upd[p + s * inner_n];
+        } else {
 #pragma unroll
-        for (int s = 0; s < SCX_UNROLL; ++s) {
-            T current = value[s];
-            for (int r = s - 1; r >= 0; --r) {
-                if (target[r] == target[s]) {
-                    current = value[r];
-                    break;
+            for (int s = 0; s < U; ++s) value[s] = out[target[s]];
+#pragma unroll
+            for (int s = 0; s < U; ++s) {
+                T current = value[s];
+                for (int r = s - 1; r >= 0; --r) {
+                    if (target[r] == target[s]) {
+                        current = value[r];
+                        break;
+                    }
                 }
+                value[s] = scx_apply<RED>(current, upd[p + s * inner_n]);
             }
-            value[s] = scx_apply<RED>(current, upd[p + s * inner_n]);
         }
 #pragma unroll
-        for (int s = 0; s < SCX_UNROLL; ++s) out[target[s]] = value[s];  // in order: last wins
-        p += SCX_UNROLL * inner_n;
+        for (int s = 0; s < U; ++s) out[target[s]] = value[s];  // in order: last wins
     }
     for (; k < axis_len; ++k, p += inner_n) {
         long long j = (long long)idx[p];
@@ -340,7 +349,8 @@ __global__ void scx_columns(T* out, const I* idx, const T* upd, const long long*
 
 // Strands: thread t takes column t % n_cols and every strands-th step of its axis from
 // t / n_cols, so neighbouring threads read neighbouring positions whatever the shape.
-#define SCX_STRAND_BEGIN                                                         \
+// ON_BAD runs after a bad index is flagged: the first bad one of a strand is its smallest.
+#define SCX_STRAND_BEGIN(ON_BAD)                                                 \
     long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;              \
     if (t >= n_cols * strands) return;                                           \
     long long c = t % n_cols, s = t / n_cols;                                    \
@@ -351,7 +361,7 @@ __global__ void scx_columns(T* out, const I* idx, const T* upd, const long long*
         long long j = (long long)idx[p];                                         \
         if (!scx_wrap(j, size)) {                                                \
             atomicMin(err, (unsigned long long)p);                               \
-            return;                                                              \
+            ON_BAD;                                                              \
         }
 
 // (c) Integer and bool add/mul/max/min: any order gives the same bits.
@@ -360,17 +370,18 @@ __global__ void scx_atomics(T* out, const I* idx, const T* upd, const long long*
                             long long n_cols, long long inner_n, long long axis_len,
                             long long size, long long stride, long long strands,
                             unsigned long long* err) {
-    SCX_STRAND_BEGIN
+    SCX_STRAND_BEGIN(return)
         scx_atomic<RED>(out + base + j * stride, upd[p]);
     }
 }
 
-// (b) Sorting, step 1: the flat target of every update (bad indices flagged, target 0).
+// (b) Sorting, step 1: the flat target of every update. A bad index is flagged and gets
+// target 0, so that every key stays a valid position for step 2.
 template <typename I, typename K>
 __global__ void scx_targets(K* keys, const I* idx, const long long* geom, long long n_cols,
                             long long inner_n, long long axis_len, long long size,
                             long long stride, long long strands, unsigned long long* err) {
-    SCX_STRAND_BEGIN
+    SCX_STRAND_BEGIN(keys[p] = 0; continue)
         keys[p] = (K)(base + j * stride);
     }
 }

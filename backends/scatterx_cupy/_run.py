@@ -20,7 +20,7 @@ SHORT_AXIS = 128
 THREADS_PER_SM = 2048
 #: A column kernel with fewer columns than this runs its walks with too little overlap;
 #: sorting is then cheaper (tools/gpu_check.sh measures both ways).
-COLUMNS_MIN = 1024
+COLUMNS_MIN = 8192
 
 STRATEGIES = ("columns", "sort", "atomics")
 
@@ -126,12 +126,14 @@ def _sort_and_reduce(
         (_BLOCK,),
         (keys, indices, geom, *shape, np.int64(strands), err),
     )
-    _raise_bad_index(err, indices, request)  # before sorting: bad targets are placeholders
+    # A bad index leaves target 0 as a placeholder: the result is then wrong but never
+    # returned, and the one host sync stays at the end.
     order = stable_argsort(keys)
     sorted_keys = keys[order]
     key, reduction = request.dtype_key, request.reduction
     runs = _compile.module(key).get_function(_compile.runs_name(key, key_type, reduction))
     runs(_blocks(n), (_BLOCK,), (out, sorted_keys, order, updates, np.int64(n)))
+    _raise_bad_index(err, indices, request)
 
 
 def stable_argsort(keys: Any) -> Any:
