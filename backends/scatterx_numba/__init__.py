@@ -1,0 +1,86 @@
+"""The numba backend: parallel, deterministic CPU kernels for NumPy arrays.
+
+Importing this module does not import numba; the kernels are compiled (or loaded from
+numba's on-disk cache) on first use, one signature at a time.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from scatterx import DTYPE_REDUCTIONS, ScatterRequest
+
+#: Calls with fewer updates than this go to numpy in automatic choice: below it the
+#: fixed cost of a parallel launch (about 10 us) outweighs the faster loop. Measured
+#: with ``scatterx_numba._crossover`` (see the closing note of issue 3).
+SMALL_CALL_UPDATES = 2048
+
+_NUMERIC = (
+    "bool",
+    *(f"{sign}int{bits}" for sign in ("", "u") for bits in (8, 16, 32, 64)),
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
+
+
+class NumbaBackend:
+    """Parallel CPU kernels compiled with numba; every numeric dtype and reduction."""
+
+    name = "numba"
+    array_types: tuple[str, ...] = ("numpy:ndarray",)
+    priority = 10
+    capabilities: Mapping[str, frozenset[str]] = {k: DTYPE_REDUCTIONS[k] for k in _NUMERIC}
+
+    def __init__(self) -> None:
+        self._unavailable: tuple[str | None] | None = None
+
+    @property
+    def version(self) -> str:
+        from importlib.metadata import version
+
+        return version("numba")
+
+    def available(self) -> str | None:
+        if self._unavailable is None:
+            missing = importlib.util.find_spec("numba") is None
+            why = "numba is not installed (pip install 'scatterx[numba]')" if missing else None
+            self._unavailable = (why,)
+        return self._unavailable[0]
+
+    def can_run(self, request: ScatterRequest) -> str | None:
+        served = self.capabilities.get(request.dtype_key)
+        if served is None:
+            return f"numba kernels do not serve dtype {request.dtype_key}"
+        if request.reduction not in served:
+            return f"reduction {request.reduction!r} is not defined for {request.dtype_key}"
+        return None
+
+    def skip_automatic(self, request: ScatterRequest) -> str | None:
+        if request.n_updates < SMALL_CALL_UPDATES:
+            return (
+                f"{request.n_updates} updates: below {SMALL_CALL_UPDATES} numpy is faster "
+                "than a parallel launch"
+            )
+        return None
+
+    def scatter_elements(self, request: ScatterRequest) -> np.ndarray[Any, Any]:
+        from ._run import scatter_elements
+
+        return scatter_elements(request)
+
+    def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return array
+
+    def to_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        return np.asarray(array)
+
+
+backend = NumbaBackend()

@@ -1,0 +1,80 @@
+"""Loading numba on first use: the on-disk cache location, the kernels, the launch lock."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+_load_lock = threading.Lock()
+_kernels: dict[tuple[str, str], Any] | None = None
+# The workqueue threading layer aborts the process when two threads launch parallel
+# regions at once; until a first launch has shown the layer, every launch is serialised.
+_launch_lock = threading.Lock()
+_unguarded = False
+
+
+def _writable(folder: Path) -> bool:
+    target = folder / "__pycache__"
+    probe = target if target.exists() else folder
+    return os.access(probe, os.W_OK | os.X_OK)
+
+
+def _user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "scatterx" / "numba"
+
+
+def configure_cache() -> None:
+    """Point numba's cache at a writable folder when the package folder is read-only.
+
+    An explicit ``NUMBA_CACHE_DIR`` wins. Without this, an installed read-only package
+    would make numba refuse ``cache=True`` for lack of a place to write.
+    """
+    numba: Any = importlib.import_module("numba")
+    if os.environ.get("NUMBA_CACHE_DIR") or numba.config.CACHE_DIR:
+        return
+    if _writable(Path(__file__).parent):
+        return
+    for candidate in (_user_cache_dir(), Path(tempfile.gettempdir()) / "scatterx-numba"):
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK | os.X_OK):
+            numba.config.CACHE_DIR = str(candidate)
+            return
+
+
+def kernels() -> dict[tuple[str, str], Any]:
+    """The kernel table, importing numba and the kernel module on the first call."""
+    global _kernels
+    if _kernels is None:
+        with _load_lock:
+            if _kernels is None:
+                configure_cache()
+                from ._kernels import KERNELS
+
+                _kernels = KERNELS
+    return _kernels
+
+
+def launch(kernel: Any, *args: Any) -> Any:
+    """Run ``kernel(*args)``, serialised while the threading layer may be ``workqueue``."""
+    global _unguarded
+    if _unguarded:
+        return kernel(*args)
+    with _launch_lock:
+        result = kernel(*args)
+        numba: Any = importlib.import_module("numba")
+        _unguarded = numba.threading_layer() != "workqueue"
+    return result
+
+
+def num_threads() -> int:
+    """Threads numba uses in this thread (``set_num_threads``, ``NUMBA_NUM_THREADS``)."""
+    numba: Any = importlib.import_module("numba")
+    return int(numba.get_num_threads())
