@@ -1,0 +1,1 @@
+"""airspeed velocity suites of scatterx: backends, peers, small calls, start-up, memory."""

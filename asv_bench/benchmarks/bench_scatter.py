@@ -1,0 +1,70 @@
+"""Time and memory of one call: every implementation x reduction x standard case x size."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._cases import CASES, REDUCTIONS, SIZES, make_case
+from ._impls import IMPLEMENTATIONS, make_runner, require_backend
+
+
+class Scatter:
+    """The standard cases on the scatterx backends and on the peers, side by side.
+
+    Select the quick variant with ``--bench "'small'"`` and the full one with
+    ``--bench "'full'"``.
+    """
+
+    params = (list(IMPLEMENTATIONS), list(REDUCTIONS), list(CASES), list(SIZES))
+    param_names = ("impl", "reduction", "case", "size")
+    # Building a full-size case and warming its implementation up takes seconds.
+    timeout = 300
+
+    def setup(self, impl: str, reduction: str, case: str, size: str) -> None:
+        self.run = make_runner(impl, make_case(case, size), reduction)
+
+    def time_scatter_elements(self, impl: str, reduction: str, case: str, size: str) -> None:
+        self.run()
+
+
+class PeakMemory:
+    """Peak resident memory of one call per CPU backend, inputs included.
+
+    Compare each backend with ``copy-floor``, which holds the inputs and one copy of
+    each. GPU memory is not resident memory: :class:`DeviceMemory` measures the cupy backend.
+    """
+
+    params = (["numpy", "numba", "copy-floor"], list(SIZES))
+    param_names = ("impl", "size")
+    timeout = 300
+
+    def setup(self, impl: str, size: str) -> None:
+        self.run = make_runner(impl, make_case("square-random", size), "add")
+
+    def peakmem_square_random_add(self, impl: str, size: str) -> None:
+        self.run()
+
+
+class DeviceMemory:
+    """Device memory one cupy-backend call takes from cupy's pool, above its inputs."""
+
+    params = (list(SIZES),)
+    param_names = ("size",)
+    unit = "bytes"
+    timeout = 300
+
+    def setup(self, size: str) -> None:
+        require_backend("cupy")
+        self.run = make_runner("cupy", make_case("square-random", size), "add")
+
+    def track_pool_growth_square_random_add(self, size: str) -> Any:
+        import cupy
+
+        pool = cupy.get_default_memory_pool()
+        pool.free_all_blocks()
+        before = pool.total_bytes()
+        out = self.run()
+        # Freed temporaries stay in the pool, so its growth is the call's peak need.
+        grown = pool.total_bytes() - before
+        del out
+        return grown
