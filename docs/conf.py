@@ -1,0 +1,45 @@
+"""Sphinx configuration of the scatterx documentation."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import scatterx
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE / "_ext"))
+
+project = "scatterx"
+author = "the scatterx developers"
+copyright = "the scatterx developers"
+release = scatterx.__version__
+version = release
+
+extensions = [
+    "myst_parser",
+    "numpydoc",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "support_table",
+]
+
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+root_doc = "index"
+# generated/support_table.md is not a page: contract.md includes it.
+exclude_patterns = ["_build", "generated/support_table.md", "README.md"]
+templates_path: list[str] = []
+
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+autosummary_generate = True
+autodoc_typehints = "none"
+# numpydoc lists class members itself; autosummary's own tables would list them twice.
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_validation_checks: set[str] = set()
+
+html_theme = "furo"
+html_title = f"scatterx {release}"
+html_static_path = ["_static"]
