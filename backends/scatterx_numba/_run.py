@@ -77,11 +77,6 @@ def _raise_first_bad(bad: Array, request: ScatterRequest) -> None:
         raise out_of_bounds_error(value, position, request.axis, request.axis_size)
 
 
-def _covers(shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int) -> bool:
-    """Whether every output element lies in some column of indices (same off-axis shape)."""
-    return all(n == m for d, (n, m) in enumerate(zip(shape, index_shape, strict=True)) if d != axis)
-
-
 def scatter_elements(request: ScatterRequest) -> Array:
     """Compute ``request``; ``data``, ``indices`` and ``updates`` stay untouched."""
     data: Array = request.data
@@ -91,28 +86,24 @@ def scatter_elements(request: ScatterRequest) -> Array:
     family = _FAMILY.get(request.dtype_key, "plain")
     storage = _STORAGE.get(family, dtype)
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
-    plan = _plan.plan(shape, index_shape, axis, storage.itemsize, _runtime.num_threads())
+    n_threads = _runtime.num_threads()
+    plan = _plan.plan(shape, index_shape, axis, storage.itemsize, n_threads)
     owners = plan.strategy == "owners"
     out = np.empty(shape, dtype=dtype)
     out3 = _three_d(out.view(storage), shape, axis)
-    # Column tasks copy their band of data into out themselves (in parallel, while the
-    # band is in cache) when every output element belongs to some column of indices.
-    fused = not owners and _kernel_ready(data, dtype) and _covers(shape, index_shape, axis)
-    if not fused:
-        np.copyto(out, data)
-    source = _three_d(data.view(storage), shape, axis) if fused else out3
+    # One thread copies data into the new array: it takes the page faults of fresh memory,
+    # which two threads touching it at once make several times slower (measured).
+    np.copyto(out, data)
     index_dtype = _native(request.indices.dtype)
     arrays = (
         out3,
-        _readonly(source),
         _three_d(_input(request.indices, index_dtype, index_dtype), index_shape, axis),
         _three_d(_input(request.updates, dtype, storage), index_shape, axis),
         *_maps(shape, index_shape, axis),
         np.empty((plan.n_tasks, out.size + 1) if owners else (1, 1), dtype=storage),
     )
-    params = (plan.band, fused, shape[axis + 1 :] == index_shape[axis + 1 :], owners)
-    bad = _runtime.launch(
-        _runtime.kernels()[family, request.reduction], arrays, params, plan.n_tasks
-    )
+    params = (plan.band, shape[axis + 1 :] == index_shape[axis + 1 :], owners)
+    kernel = _runtime.kernels()[family, request.reduction]
+    bad = _runtime.launch(kernel, arrays, params, plan.n_tasks)
     _raise_first_bad(bad, request)
     return out if dtype == data.dtype else out.astype(data.dtype)

@@ -1,10 +1,11 @@
 """The per-task bodies of the kernels: one column band, or one owner of output rows.
 
-Shapes seen here (the runner reshapes every call to them): ``out`` and ``data`` are
-``(outer, size, inner)`` in C order; ``idx`` and ``upd`` are ``(outer', rows, inner')``
-with ``outer' <= outer`` and ``inner' <= inner`` (the off-axis dimensions of indices may
-be shorter than those of data). ``outer_map`` and ``inner_map`` give, for each flat
-outer/inner position of ``idx``, the flat outer/inner position of ``out``.
+Shapes seen here (the runner reshapes every call to them): ``out``, already holding a
+copy of data, is ``(outer, size, inner)`` in C order; ``idx`` and ``upd`` are
+``(outer', rows, inner')`` with ``outer' <= outer`` and ``inner' <= inner`` (the
+off-axis dimensions of indices may be shorter than those of data). ``outer_map`` and
+``inner_map`` give, for each flat outer/inner position of ``idx``, the flat outer/inner
+position of ``out``.
 
 A task returns -1, or the flat C-order position in ``idx`` of the first index it met out
 of bounds (it stops there: the caller raises and drops ``out``).
@@ -15,85 +16,99 @@ from __future__ import annotations
 from typing import Any
 
 import numba as nb
+import numpy as np
 
 # Called only from the cached kernels, so they are compiled (and cached) inside them.
 _inner = nb.njit(cache=False)
 
 
 @_inner
-def _copy_band(out: Any, data: Any, oo: int, q0: int, q1: int) -> None:
-    """out[oo, :, q0:q1] = data[oo, :, q0:q1], as one flat run when the band is whole rows."""
-    size, inner = out.shape[1], out.shape[2]
-    if q0 == 0 and q1 == inner:
-        dst = out[oo].reshape(size * inner)
-        src = data[oo].reshape(size * inner)
-        for k in range(size * inner):
-            dst[k] = src[k]
-        return
-    for s in range(size):
-        for q in range(q0, q1):
-            out[oo, s, q] = data[oo, s, q]
+def _constant_row(idx: Any, a: int, q0: int, q1: int) -> bool:
+    """Whether idx[a, q0:q1] holds one value (an embedding-grad row): xor-or vectorises."""
+    row = idx[a]
+    first = row[q0]
+    if row[q1 - 1] != first:  # rejects random rows at once
+        return False
+    diff = first ^ first
+    for q in range(q0 + 1, q1):
+        diff |= row[q] ^ first
+    return bool(diff == 0)
 
 
 @_inner
-def _constant_row(idx: Any, o: int, a: int, q0: int, q1: int) -> bool:
-    """Whether idx[o, a, q0:q1] holds one value (an embedding-grad row): xor-or vectorises."""
-    first = idx[o, a, q0]
-    diff = first ^ first
-    for q in range(q0 + 1, q1):
-        diff |= idx[o, a, q] ^ first
-    return bool(diff == 0)
+def _scatter_rows(dst: Any, idx: Any, upd: Any, q0: int, q1: int, size: int, op: Any) -> int:
+    """Columns ``q0:q1`` of one outer position, rows in order; indices map q to q.
+
+    ``dst`` is ``(size, inner)``, ``idx`` and ``upd`` are ``(rows, inner')``. Returns -1 or
+    the flat position in ``idx`` of the first bad index. Positions are cast to unsigned
+    once checked, which spares numba's negative-index wrap-around in the hot loop.
+    """
+    for a in range(idx.shape[0]):
+        if q1 - q0 > 1 and _constant_row(idx, a, q0, q1):
+            # Embedding-grad: the segment lands in one output row; update it as a vector.
+            v = idx[a, q0] + 0
+            v = v + size if v < 0 else v
+            if v < 0 or v >= size:
+                return int(a * idx.shape[1] + q0)
+            row = dst[np.uint64(v)]
+            values = upd[np.uint64(a)]
+            for q in range(np.uint64(q0), np.uint64(q1)):
+                row[q] = op(row[q], values[q])
+            continue
+        for q in range(q0, q1):
+            v = idx[a, q] + 0
+            v = v + size if v < 0 else v
+            if v < 0 or v >= size:
+                return int(a * idx.shape[1] + q)
+            uq = np.uint64(q)
+            target = (np.uint64(v), uq)
+            dst[target] = op(dst[target], upd[np.uint64(a), uq])
+    return -1
+
+
+@_inner
+def _scatter_mapped(dst: Any, idx: Any, upd: Any, inner_map: Any, q0: int, q1: int, op: Any) -> int:
+    """As :func:`_scatter_rows` when indices' inner shape differs from data's (mapped)."""
+    size = dst.shape[0]
+    for a in range(idx.shape[0]):
+        for q in range(q0, q1):
+            v = idx[a, q] + 0
+            v = v + size if v < 0 else v
+            if v < 0 or v >= size:
+                return int(a * idx.shape[1] + q)
+            target = (np.uint64(v), np.uint64(inner_map[q]))
+            dst[target] = op(dst[target], upd[a, q])
+    return -1
 
 
 @_inner
 def column_task(
     out: Any,
-    data: Any,
     idx: Any,
     upd: Any,
     outer_map: Any,
     inner_map: Any,
     task: int,
     band: int,
-    copy: bool,
     inner_same: bool,
     op: Any,
 ) -> int:
     """Columns ``(o, q0:q1)`` of one band: rows walked in ascending order, as the contract's loop.
 
     Updates that meet at one output element differ only in their row, so walking the rows
-    of a band in order reproduces the sequential loop bit for bit. A band of ``band``
-    inner positions keeps the touched part of ``out`` (``size x band``) in cache.
+    of a band in order reproduces the sequential loop bit for bit.
     """
     rows, n_inner = idx.shape[1], idx.shape[2]
-    size = out.shape[1]
     n_bands = (n_inner + band - 1) // band
     o = task // n_bands
     q0 = (task % n_bands) * band
     q1 = min(q0 + band, n_inner)
     oo = outer_map[o]
-    if copy:
-        _copy_band(out, data, oo, q0, q1)
-    for a in range(rows):
-        if inner_same and q1 - q0 > 1 and _constant_row(idx, o, a, q0, q1):
-            # Embedding-grad: the segment lands in one output row; update it as a vector.
-            v = idx[o, a, q0] + 0
-            if v < 0:
-                v += size
-            if v < 0 or v >= size:
-                return int((o * rows + a) * n_inner + q0)
-            for q in range(q0, q1):
-                out[oo, v, q] = op(out[oo, v, q], upd[o, a, q])
-            continue
-        for q in range(q0, q1):
-            v = idx[o, a, q] + 0
-            if v < 0:
-                v += size
-            if v < 0 or v >= size:
-                return int((o * rows + a) * n_inner + q)
-            qq = q if inner_same else inner_map[q]
-            out[oo, v, qq] = op(out[oo, v, qq], upd[o, a, q])
-    return -1
+    if inner_same:
+        bad = _scatter_rows(out[oo], idx[o], upd[o], q0, q1, out.shape[1], op)
+    else:
+        bad = _scatter_mapped(out[oo], idx[o], upd[o], inner_map, q0, q1, op)
+    return bad if bad < 0 else int(o * rows * n_inner + bad)
 
 
 @_inner
@@ -138,8 +153,8 @@ def owner_task(
 @_inner
 def run_task(arrays: Any, params: Any, task: int, op: Any) -> int:
     """One task of a kernel: an owner of output rows, or a column band."""
-    out, data, idx, upd, outer_map, inner_map, priv = arrays
-    band, copy, inner_same, owners = params
+    out, idx, upd, outer_map, inner_map, priv = arrays
+    band, inner_same, owners = params
     if owners:
         return owner_task(out, idx, upd, outer_map, inner_map, priv, task, op)
-    return column_task(out, data, idx, upd, outer_map, inner_map, task, band, copy, inner_same, op)
+    return column_task(out, idx, upd, outer_map, inner_map, task, band, inner_same, op)
