@@ -31,6 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--size", type=float, default=1.0, help="scale of the shapes")
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per contestant")
     parser.add_argument("--backend", action="append", help="backends to time (default: all)")
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write the run (times, command, machine)"
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE.png", help="also draw the times (needs matplotlib: scatterx[bench])"
+    )
     return parser
 
 
@@ -107,12 +113,28 @@ def main(argv: list[str]) -> int:
     backends = _backend_names(args.backend)
     rows: list[tuple[str, str, dict[str, float]]] = []
     columns: list[str] = [FLOOR]
-    for name in args.case or CASE_NAMES:
+    cases = args.case or CASE_NAMES
+    reductions = args.reduction or ("none", "add", "max")
+    total, started = len(cases) * len(reductions), time.perf_counter()
+    for name in cases:
         case = make_case(name, args.size)
-        for reduction in args.reduction or ("none", "add", "max"):
-            print(f"bench: {name} {reduction} ...", file=sys.stderr, flush=True)
+        for reduction in reductions:
+            elapsed = time.perf_counter() - started
+            print(
+                f"bench [{len(rows) + 1}/{total}, {elapsed:.0f} s]: {name} {reduction} ...",
+                file=sys.stderr,
+                flush=True,
+            )
             times = _time(_contestants(case, reduction, backends), args.repeat)
             columns += [c for c in times if c not in columns]
             rows.append((name, reduction, times))
     _print_table(rows, columns)
+    if args.json or args.plot:
+        from . import _bench_report
+
+        data = _bench_report.record(rows, columns, argv, args.repeat, list(PEERS))
+        if args.json:
+            _bench_report.write_json(args.json, data)
+        if args.plot:
+            _bench_report.plot(args.plot, data)
     return 0

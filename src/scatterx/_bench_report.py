@@ -1,0 +1,123 @@
+"""Saving a ``python -m scatterx bench`` run: the JSON record and the matplotlib chart."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+Row = tuple[str, str, dict[str, float]]
+
+
+def cpu_model() -> str:
+    """The processor's model name, as ``lscpu`` prints it ("Model name"), where Linux says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.lower().startswith("model name"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _versions() -> dict[str, str]:
+    """Versions of scatterx and of every library whose speed the run measured."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in ("scatterx", "numpy", "numba", "cupy", "onnxruntime", "torch"):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def record(
+    rows: Sequence[Row],
+    columns: Sequence[str],
+    argv: Sequence[str],
+    repeat: int,
+    peers: Sequence[str],
+) -> dict[str, Any]:
+    """Everything a reader needs to trust the numbers: command, machine, versions, times."""
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "command": " ".join(["python -m scatterx bench", *argv]),
+        "unit": "ms",
+        "statistic": f"median of {repeat} calls, contestants interleaved",
+        "machine": {
+            "cpu_model": cpu_model(),
+            "cpus": len(usable) if usable is not None else os.cpu_count(),
+            "platform": platform.platform(),
+            "python": sys.version.split()[0],
+        },
+        "versions": _versions(),
+        "columns": list(columns),
+        "peers": list(peers),
+        "rows": [
+            {"case": case, "reduction": reduction, "times": dict(times)}
+            for case, reduction, times in rows
+        ],
+    }
+
+
+def write_json(path: str | Path, data: dict[str, Any]) -> None:
+    """Write the record, keys in a stable order so that reruns diff cleanly."""
+    Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def plot(path: str | Path, data: dict[str, Any]) -> None:
+    """One panel per case: median ms (log scale) of every contestant for each reduction."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        msg = "--plot needs matplotlib: pip install 'scatterx[bench]'"
+        raise SystemExit(msg) from exc
+    matplotlib.use("Agg")  # files only: no display on CI machines
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    rows, columns = data["rows"], data["columns"]
+    cases = list(dict.fromkeys(row["case"] for row in rows))
+    n_cols = min(2, len(cases))
+    n_rows = math.ceil(len(cases) / n_cols)
+    fig, axes = plt.subplots(
+        n_rows, n_cols, figsize=(6.0 * n_cols, 3.6 * n_rows), squeeze=False, sharey=False
+    )
+    width = 0.8 / max(1, len(columns))
+    for ax, case in zip(axes.flat, cases, strict=False):
+        case_rows = [row for row in rows if row["case"] == case]
+        for k, column in enumerate(columns):
+            xs = [i + (k - (len(columns) - 1) / 2) * width for i in range(len(case_rows))]
+            ys = [row["times"].get(column, math.nan) for row in case_rows]
+            ax.bar(xs, ys, width, label=column)
+        ax.set_title(case)
+        ax.set_xticks(range(len(case_rows)), [row["reduction"] for row in case_rows])
+        ax.set_yscale("log")
+        # Log-scale bars start at the axis floor: put it well under the fastest bar.
+        shown = [t for row in case_rows for t in row["times"].values() if t > 0]
+        if shown:
+            ax.set_ylim(bottom=min(shown) / 2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        # Label the 2s and 5s between decades, not every minor tick: they would overlap.
+        ax.yaxis.set_minor_formatter(
+            FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else "")
+        )
+        ax.set_ylabel("median ms (lower is better)")
+        ax.grid(axis="y", which="both", alpha=0.3)
+    for ax in list(axes.flat)[len(cases) :]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(columns), frameon=False)
+    machine = data["machine"]
+    fig.suptitle(f"{data['command']}\n{machine['cpus']} CPUs, {machine['cpu_model']}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
