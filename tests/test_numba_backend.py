@@ -1,0 +1,213 @@
+"""The numba backend: strategies, bounds errors, layouts, dtypes, selection, lazy import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import scatterx
+from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
+from scatterx_numba import _plan, backend
+
+numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
+
+Array = np.ndarray[Any, Any]
+REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _check(data: Array, indices: Array, updates: Array, axis: int, reduction: str) -> None:
+    got = scatterx.scatter_elements(
+        data, indices, updates, axis=axis, reduction=reduction, backend="numba"
+    )
+    want = reference_scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
+    assert_bitwise_equal(got, want)
+
+
+@pytest.fixture
+def two_threads() -> Any:
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    yield
+    numba.set_num_threads(before)
+
+
+def test_import_does_not_load_numba() -> None:
+    code = (
+        "import sys, scatterx, scatterx_numba; scatterx.backends(); print('numba' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_available_says_why_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from scatterx_numba import NumbaBackend
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    reason = NumbaBackend().available()
+    assert reason is not None
+    assert "numba is not installed" in reason
+
+
+def test_capabilities_decline_strings() -> None:
+    assert "StringDType" not in backend.capabilities
+    assert backend.capabilities["complex64"] == frozenset({"none", "add", "mul"})
+    request = scatterx.explain(np.array(["a", "b"]), np.array([0]), np.array(["c"]))
+    assert request.reasons["numba"] == "numba kernels do not serve dtype str_"
+
+
+@pytest.mark.parametrize(
+    ("data_shape", "index_shape", "axis", "threads", "expected"),
+    [
+        ((4096, 4096), (4096, 4096), 0, 2, _plan.Plan("columns", 8, 512)),
+        ((30000, 256), (16384, 256), 0, 2, _plan.Plan("columns", 1, 256)),
+        ((8192, 1024), (8192, 64), 1, 2, _plan.Plan("columns", 8192, 1)),
+        ((65536,), (4194304,), 0, 2, _plan.Plan("columns", 1, 1)),
+        ((65536,), (4194304,), 0, 4, _plan.Plan("owners", 4, 1)),
+        ((65536,), (1000,), 0, 4, _plan.Plan("columns", 1, 1)),
+        ((64, 8, 3), (50, 8, 3), 0, 2, _plan.Plan("columns", 1, 24)),
+    ],
+)
+def test_strategy_from_shapes(
+    data_shape: tuple[int, ...],
+    index_shape: tuple[int, ...],
+    axis: int,
+    threads: int,
+    expected: _plan.Plan,
+) -> None:
+    assert _plan.plan(data_shape, index_shape, axis, 4, threads) == expected
+
+
+def _histogram(dtype: str, seed: int) -> tuple[Array, Array, Array]:
+    rng = np.random.default_rng(seed)
+    data = rng.integers(-3, 4, size=(37, 2)).astype(dtype)
+    indices = rng.integers(-37, 37, size=(3000, 2))
+    updates = rng.integers(-3, 4, size=(3000, 2)).astype(dtype)
+    return data, indices, updates
+
+
+OWNER_CASES = [
+    (dtype, reduction)
+    for dtype in ("float32", "int16", "bool", "float16", "complex64")
+    for reduction in REDUCTIONS
+    if reduction in backend.capabilities[dtype]
+]
+
+
+@pytest.mark.parametrize(("dtype", "reduction"), OWNER_CASES)
+def test_owner_strategy_matches_oracle(
+    monkeypatch: pytest.MonkeyPatch, two_threads: None, dtype: str, reduction: str
+) -> None:
+    monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
+    data, indices, updates = _histogram(dtype, 7)
+    assert _plan.plan(data.shape, indices.shape, 0, 4, 2).strategy == "owners"
+    _check(data, indices, updates, 0, reduction)
+
+
+@pytest.mark.parametrize("owners", [False, True])
+def test_first_bad_index_in_c_order(
+    monkeypatch: pytest.MonkeyPatch, two_threads: None, owners: bool
+) -> None:
+    if owners:
+        monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
+    rng = np.random.default_rng(3)
+    data = np.zeros((40, 64), dtype=np.float64)
+    indices = rng.integers(-40, 40, size=(300, 64)) if owners else rng.integers(0, 40, (30, 64))
+    # Bad indices in several tasks; the first in C order is not the first of any one band.
+    indices[17, 60], indices[17, 3], indices[25, 1] = 41, -41, 99
+    updates = np.ones(indices.shape)
+    expected = scatterx.out_of_bounds_error(-41, (17, 3), 0, 40)
+    with pytest.raises(IndexError) as info:
+        scatterx.scatter_elements(data, indices, updates, backend="numba")
+    assert str(info.value) == str(expected)
+    assert not data.any()
+
+
+def test_embedding_rows_with_a_bad_row(two_threads: None) -> None:
+    tokens = np.array([[3], [-1], [7], [2]])
+    indices = np.repeat(tokens, 256, axis=1)
+    indices[2, 100] = 8  # one row breaks the constant-row fast path, in bounds
+    indices[3, :] = -9
+    with pytest.raises(IndexError) as info:
+        scatterx.scatter_elements(np.zeros((8, 256)), indices, np.ones((4, 256)), backend="numba")
+    assert str(info.value) == str(scatterx.out_of_bounds_error(8, (2, 100), 0, 8))
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_embedding_fast_path_matches_oracle(two_threads: None, reduction: str) -> None:
+    rng = np.random.default_rng(5)
+    indices = np.repeat(rng.integers(-60, 60, size=(200, 1)), 96, axis=1)
+    indices[::7, 5] = 0  # mixed rows take the per-element path
+    data = rng.standard_normal((60, 96)).astype(np.float32)
+    _check(data, indices, rng.standard_normal((200, 96)).astype(np.float32), 0, reduction)
+
+
+def _layouts(array: Array) -> dict[str, Array]:
+    readonly = array.copy()
+    readonly.flags.writeable = False
+    return {
+        "fortran": np.asfortranarray(array),
+        "strided": np.repeat(array, 2, axis=-1)[..., ::2],
+        "readonly": readonly,
+        "byteswapped": array.astype(array.dtype.newbyteorder()),
+    }
+
+
+@pytest.mark.parametrize("layout", ["fortran", "strided", "readonly", "byteswapped"])
+@pytest.mark.parametrize("role", ["data", "indices", "updates"])
+def test_layouts(role: str, layout: str) -> None:
+    rng = np.random.default_rng(11)
+    arrays = {
+        "data": rng.standard_normal((12, 9)).astype(np.float32),
+        "indices": rng.integers(-12, 12, size=(20, 7)).astype(np.int32),
+        "updates": rng.standard_normal((20, 7)).astype(np.float32),
+    }
+    arrays[role] = _layouts(arrays[role])[layout]
+    before = arrays[role].copy()
+    _check(arrays["data"], arrays["indices"], arrays["updates"], 0, "add")
+    np.testing.assert_array_equal(arrays[role], before)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_indices_shorter_than_data(axis: int) -> None:
+    rng = np.random.default_rng(axis)
+    data = rng.standard_normal((6, 7, 8))
+    shape = [4, 5, 3]
+    shape[axis] = 9
+    indices = rng.integers(0, data.shape[axis], size=shape)
+    _check(data, indices, rng.standard_normal(shape), axis, "add")
+
+
+def test_thread_count_is_respected() -> None:
+    from scatterx_numba import _runtime
+
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        assert _runtime.num_threads() == 1
+        data, indices, updates = _histogram("float64", 2)
+        _check(data, indices, updates, 0, "add")
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_small_calls_go_to_numpy_in_automatic_choice() -> None:
+    small = scatterx.explain(np.zeros(10), np.array([1, 2]), np.array([1.0, 2.0]))
+    assert small.backend == "numpy"
+    assert "numpy is faster" in (small.reasons["numba"] or "")
+    n = backend_threshold()
+    big = scatterx.explain(np.zeros(10), np.zeros(n, dtype=np.int64), np.ones(n))
+    assert big.backend == "numba"
+
+
+def backend_threshold() -> int:
+    from scatterx_numba import SMALL_CALL_UPDATES
+
+    return SMALL_CALL_UPDATES
