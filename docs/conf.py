@@ -22,12 +22,13 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "support_table",
+    "bench_table",
 ]
 
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-# generated/support_table.md is not a page: contract.md includes it.
-exclude_patterns = ["_build", "generated/support_table.md", "README.md"]
+# The generated tables are not pages: contract.md and performance.md include them.
+exclude_patterns = ["_build", "generated/*_table.md"]
 templates_path: list[str] = []
 
 myst_enable_extensions = ["colon_fence", "deflist"]
