@@ -31,7 +31,19 @@ root_doc = "index"
 exclude_patterns = ["_build", "generated/*_table.md"]
 templates_path: list[str] = []
 
-myst_enable_extensions = ["colon_fence", "deflist"]
+myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
+
+
+def _small_call_updates() -> str:
+    """The numba backend's small-call threshold, read from the code so the pages follow it."""
+    try:
+        from scatterx_numba import SMALL_CALL_UPDATES
+    except ImportError:  # docs built without the numba backend installed
+        return "a few thousand"
+    return str(SMALL_CALL_UPDATES)
+
+
+myst_substitutions = {"numba_small_call_updates": _small_call_updates()}
 myst_heading_anchors = 3
 
 autosummary_generate = True

@@ -15,8 +15,8 @@ REDUCTIONS = ("none", "add", "mul", "max", "min")
 
 # (data shape, indices shape, axis) per case and size. "full" is performance.md's table;
 # "small" keeps each case's character (duplicates per target, constant rows, few updates
-# per row) at 1/16 to 1/64 of the bytes, and at least the 2048 updates from which
-# automatic choice hands a call to the numba backend.
+# per row) at 1/16 to 1/64 of the bytes, with at least 16384 updates: enough that automatic
+# choice hands the call to the numba backend (scatterx_numba.SMALL_CALL_UPDATES).
 SHAPES: dict[str, dict[str, tuple[tuple[int, ...], tuple[int, ...], int]]] = {
     "square-random": {
         "full": ((4096, 4096), (4096, 4096), 0),
