@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import doctest
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-import scatterx
-from scatterx import _registry, _select
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 # Build outputs and generated files are not pages anyone wrote examples in.
@@ -43,25 +39,13 @@ def examples(page: Path) -> list[doctest.Example]:
 PAGES = sorted(p for p in DOCS.rglob("*.md") if not SKIP_DIRS & set(p.parts) and examples(p))
 
 
-@pytest.fixture
-def pristine_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The installed registry and automatic choice, before and after a page's examples."""
-    monkeypatch.delenv(_select.ENV_VAR, raising=False)
-    scatterx.set_backend(None)
-    saved = _registry._backends
-    yield
-    scatterx.set_backend(None)
-    _registry._backends = saved
-    _select.clear_cache()
-
-
 def test_pages_with_examples_are_found() -> None:
     found = {p.relative_to(DOCS).as_posix() for p in PAGES}
     assert {"quickstart.md", "guide.md", "contract.md", "writing_a_backend.md"} <= found
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
-@pytest.mark.usefixtures("pristine_registry")
+@pytest.mark.usefixtures("clean_selection")
 def test_page_examples_run(page: Path) -> None:
     name = page.relative_to(DOCS).as_posix()
     test = doctest.DocTest(examples(page), {}, name, str(page), 0, None)
