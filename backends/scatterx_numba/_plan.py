@@ -17,6 +17,10 @@ OWNER_UPDATES_PER_ELEMENT = 2
 #: sequential column (1d-histogram add: 7.8 ms against 4.7 ms), so below this many
 #: threads a few-column call runs as columns.
 OWNER_MIN_THREADS = 4
+#: A whole-row task's result when some index row is not constant: run as columns instead.
+NOT_CONSTANT = -2
+#: Whole-row (embedding) tasks need rows this long: each task scans every row's target.
+ROWS_MIN_INNER = 8
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,10 @@ class Plan:
     strategy
         ``"columns"``: each task owns a band of inner positions of one outer position and
         walks its rows in order. ``"owners"``: each task owns a range of output rows and
-        walks every update, applying those that land there.
+        walks every update, applying those that land there. ``"segments"``: each task
+        folds a segment of the axis into a private partial, then merges a range of output
+        elements. ``"rows"``: each task finds the target rows of a share of the (constant)
+        index rows, then applies the update rows that land in its range of output rows.
     n_tasks
         Number of tasks (``prange`` iterations).
     band
@@ -70,12 +77,18 @@ def plan(
     axis: int,
     itemsize: int,
     n_threads: int,
+    *,
+    regroupable: bool = False,
+    constant_rows: bool = False,
 ) -> Plan:
     """Pick the strategy for one call from its shapes and the thread count.
 
     Many columns: column bands. Few columns and many more updates than output elements
-    (a 1-D scatter, a histogram): output-row owners. Otherwise column bands anyway (few
-    long columns: correct, with as much parallelism as there are columns).
+    (a 1-D scatter, a histogram): segments when the reduction's fold can be regrouped
+    (``regroupable``: none, max, min, integer and bool arithmetic), else output-row owners
+    on enough threads. Too few column bands to share out and index rows that look
+    constant (``constant_rows``: embedding-grad): whole-row tasks. Otherwise column bands
+    anyway (few long columns: correct, with as much parallelism as there are columns).
     """
     outer, rows, inner = split(index_shape, axis)
     columns = outer * inner
@@ -83,7 +96,14 @@ def plan(
     size = data_shape[axis]
     few_columns = columns < COLUMNS_PER_THREAD * n_threads
     many_updates = rows * columns >= OWNER_UPDATES_PER_ELEMENT * total
+    if n_threads > 1 and few_columns and many_updates and regroupable and rows >= n_threads:
+        return Plan("segments", n_threads, 1)
     if n_threads >= OWNER_MIN_THREADS and few_columns and size >= n_threads and many_updates:
         return Plan("owners", n_threads, 1)
     band = column_band(inner, outer, itemsize, n_threads)
-    return Plan("columns", outer * -(-inner // band), band)
+    n_tasks = outer * -(-inner // band)
+    whole_rows = constant_rows and inner >= ROWS_MIN_INNER and rows >= n_threads
+    few_bands = n_threads > 1 and n_tasks < TASKS_PER_THREAD * n_threads
+    if whole_rows and few_bands and index_shape[axis + 1 :] == data_shape[axis + 1 :]:
+        return Plan("rows", n_threads, inner)
+    return Plan("columns", n_tasks, band)

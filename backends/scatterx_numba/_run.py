@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,18 @@ _STORAGE: dict[str, np.dtype[Any]] = {
     "bool": np.dtype(np.uint8),
     "half": np.dtype(np.uint16),
     "bf16": np.dtype(np.uint16),
+}
+
+
+#: Strategy codes of :mod:`scatterx_numba._tasks`.
+_STRATEGIES = {"columns": 0, "owners": 1, "rows": 2, "segments": 3}
+_LAST = 4
+#: Which module holds each strategy's kernels.
+_MODULES = {
+    "columns": "_kernels",
+    "owners": "_kernels",
+    "rows": "_row_kernels",
+    "segments": "_segment_kernels",
 }
 
 
@@ -77,6 +90,83 @@ def _raise_first_bad(bad: Array, request: ScatterRequest) -> None:
         raise out_of_bounds_error(value, position, request.axis, request.axis_size)
 
 
+def _regroupable(family: str, reduction: str, dtype: np.dtype[Any]) -> bool:
+    """Whether the reduction's fold may be split into segments and merged (see _segments)."""
+    if reduction in ("none", "max", "min") or family == "bool":
+        return True
+    return family == "plain" and dtype.kind in "iu"
+
+
+def _constant_rows(indices: Array, axis: int) -> bool:
+    """Whether the first and last index rows each hold one value: an embedding-grad shape."""
+    ends = [indices[(slice(None),) * axis + (end,)] for end in (0, -1)]
+    return all(row.size > 1 and bool((row == row.flat[0]).all()) for row in ends)
+
+
+def _identity(family: str, reduction: str, dtype: np.dtype[Any]) -> Any:
+    """The value that ``op(x, identity)`` leaves bit for bit as ``x``, in storage form."""
+    if family in ("half", "bf16"):
+        bits = {"half": (0xFC00, 0x7C00), "bf16": (0xFF80, 0x7F80)}[family]  # -inf, +inf
+        return bits[reduction == "min"]
+    if family == "bool":
+        return int(reduction in ("mul", "min"))
+    if reduction in ("add", "mul"):
+        return int(reduction == "mul")
+    if dtype.kind == "f":
+        return -np.inf if reduction == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if reduction == "max" else info.max
+
+
+def _extras(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> list[Array]:
+    """Scratch arrays: owners' copies and segments' partials; rows' and ``none``'s positions.
+
+    Partials start at the reduction's identity and positions at -1, so the kernel needs
+    no mark of which elements a segment reached.
+    """
+    total, n, reduction = math.prod(request.shape), plan.n_tasks, request.reduction
+    partials, positions = np.empty((1, 1), storage), np.empty((1, 1), np.int64)
+    if plan.strategy == "owners":
+        partials = np.empty((n, total + 1), storage)
+    elif plan.strategy == "segments" and reduction != "none":
+        dtype = _native(request.data.dtype)
+        partials = np.full((n, total), _identity(family, reduction, dtype), storage)
+    elif plan.strategy == "segments":
+        positions = np.full((n, total), -1, np.int64)
+    elif plan.strategy == "rows":
+        outer, rows, _ = _plan.split(request.index_shape, request.axis)
+        positions = np.empty((1, outer * rows), np.int64)
+    return [partials, positions]
+
+
+def _fused_copy(plan: _plan.Plan, request: ScatterRequest, data_ready: bool) -> bool:
+    """Whether the kernel's tasks copy data themselves (in parallel, each its own part).
+
+    Column bands tile the output only when indices are as long as data off the axis.
+    """
+    if not data_ready or plan.strategy == "owners":
+        return False
+    axis, shape, index_shape = request.axis, request.shape, request.index_shape
+    return plan.strategy != "columns" or (
+        shape[:axis] == index_shape[:axis] and shape[axis + 1 :] == index_shape[axis + 1 :]
+    )
+
+
+def _launch(
+    request: ScatterRequest, plan: _plan.Plan, arrays: list[Array], family: str, copy: bool
+) -> Array:
+    shape, index_shape, axis = request.shape, request.index_shape, request.axis
+    inner_same = shape[axis + 1 :] == index_shape[axis + 1 :]
+    code = _STRATEGIES[plan.strategy]
+    code = _LAST if plan.strategy == "segments" and request.reduction == "none" else code
+    params = (code, plan.band, inner_same, copy)
+    kernel = _runtime.kernel(_MODULES[plan.strategy], family, request.reduction)
+    bad: Array = _runtime.launch(
+        kernel, (*arrays, *_extras(plan, request, family, arrays[0].dtype)), params, plan.n_tasks
+    )
+    return bad
+
+
 def scatter_elements(request: ScatterRequest) -> Array:
     """Compute ``request``; ``data``, ``indices`` and ``updates`` stay untouched."""
     data: Array = request.data
@@ -86,24 +176,36 @@ def scatter_elements(request: ScatterRequest) -> Array:
     family = _FAMILY.get(request.dtype_key, "plain")
     storage = _STORAGE.get(family, dtype)
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
-    n_threads = _runtime.num_threads()
-    plan = _plan.plan(shape, index_shape, axis, storage.itemsize, n_threads)
-    owners = plan.strategy == "owners"
+    choose = partial(
+        _plan.plan,
+        shape,
+        index_shape,
+        axis,
+        storage.itemsize,
+        _runtime.num_threads(),
+        regroupable=_regroupable(family, request.reduction, dtype),
+    )
+    plan = choose(constant_rows=_constant_rows(request.indices, axis))
     out = np.empty(shape, dtype=dtype)
     out3 = _three_d(out.view(storage), shape, axis)
-    # One thread copies data into the new array: it takes the page faults of fresh memory,
-    # which two threads touching it at once make several times slower (measured).
-    np.copyto(out, data)
+    copy = _fused_copy(plan, request, _kernel_ready(data, dtype))
+    if copy:
+        source = _three_d(_readonly(data.view(storage)), shape, axis)
+    else:
+        # One thread copies data into the new array before the launch.
+        np.copyto(out, data)
+        source = _readonly(out3)
     index_dtype = _native(request.indices.dtype)
-    arrays = (
+    arrays = [
         out3,
+        source,
         _three_d(_input(request.indices, index_dtype, index_dtype), index_shape, axis),
         _three_d(_input(request.updates, dtype, storage), index_shape, axis),
         *_maps(shape, index_shape, axis),
-        np.empty((plan.n_tasks, out.size + 1) if owners else (1, 1), dtype=storage),
-    )
-    params = (plan.band, shape[axis + 1 :] == index_shape[axis + 1 :], owners)
-    kernel = _runtime.kernels()[family, request.reduction]
-    bad = _runtime.launch(kernel, arrays, params, plan.n_tasks)
+    ]
+    bad = _launch(request, plan, arrays, family, copy)
+    if plan.strategy == "rows" and (bad == _plan.NOT_CONSTANT).any():
+        # Some row is not constant after all; ``out`` already holds its copy of data.
+        bad = _launch(request, choose(constant_rows=False), arrays, family, False)
     _raise_first_bad(bad, request)
     return out if dtype == data.dtype else out.astype(data.dtype)

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 _load_lock = threading.Lock()
-_kernels: dict[tuple[str, str], Any] | None = None
+# Kernel modules by name; each is imported (and its kernels loaded or compiled, one
+# signature at a time) only when a call needs it.
+_modules: dict[str, Any] = {}
 # The workqueue threading layer aborts the process when two threads launch parallel
 # regions at once; until a first launch has shown the layer, every launch is serialised.
 _launch_lock = threading.Lock()
@@ -49,17 +51,19 @@ def configure_cache() -> None:
             return
 
 
-def kernels() -> dict[tuple[str, str], Any]:
-    """The kernel table, importing numba and the kernel module on the first call."""
-    global _kernels
-    if _kernels is None:
-        with _load_lock:
-            if _kernels is None:
-                configure_cache()
-                from ._kernels import KERNELS
+def kernel(module_name: str, family: str, reduction: str) -> Any:
+    """The kernel of ``module_name`` for a storage family and reduction.
 
-                _kernels = KERNELS
-    return _kernels
+    The first call imports numba (after pointing its cache at a writable folder).
+    """
+    module = _modules.get(module_name)
+    if module is None:
+        with _load_lock:
+            configure_cache()
+            module = importlib.import_module(f".{module_name}", __package__)
+            _modules[module_name] = module
+    names: Any = importlib.import_module("._kernels", __package__).NAMES
+    return getattr(module, names[family, reduction])
 
 
 def launch(kernel: Any, *args: Any) -> Any:

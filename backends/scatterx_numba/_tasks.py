@@ -1,4 +1,4 @@
-"""The per-task bodies of the kernels: one column band, or one owner of output rows.
+"""The per-task bodies of the kernels: each strategy's first and second pass.
 
 Shapes seen here (the runner reshapes every call to them): ``out``, already holding a
 copy of data, is ``(outer, size, inner)`` in C order; ``idx`` and ``upd`` are
@@ -17,6 +17,12 @@ from typing import Any
 
 import numba as nb
 import numpy as np
+
+from ._rows import apply_rows, copy_rows, find_row_targets
+from ._segments import last_writers, merge_last, merge_segments, reduce_segment
+
+#: Strategy codes: :mod:`scatterx_numba._plan`'s names, and segments for ``none`` as LAST.
+COLUMNS, OWNERS, ROWS, SEGMENTS, LAST = 0, 1, 2, 3, 4
 
 # Called only from the cached kernels, so they are compiled (and cached) inside them.
 _inner = nb.njit(cache=False)
@@ -82,28 +88,46 @@ def _scatter_mapped(dst: Any, idx: Any, upd: Any, inner_map: Any, q0: int, q1: i
 
 
 @_inner
+def _copy_band(dst: Any, src: Any, q0: int, q1: int) -> None:
+    """``dst[:, q0:q1] = src[:, q0:q1]``; one flat loop when the band is whole rows."""
+    if q1 - q0 == dst.shape[1]:
+        flat_dst, flat_src = dst.reshape(dst.size), src.reshape(src.size)
+        for k in range(flat_dst.size):
+            flat_dst[k] = flat_src[k]
+        return
+    for r in range(dst.shape[0]):
+        for q in range(q0, q1):
+            dst[r, q] = src[r, q]
+
+
+@_inner
 def column_task(
     out: Any,
+    data: Any,
     idx: Any,
     upd: Any,
     outer_map: Any,
     inner_map: Any,
     task: int,
-    band: int,
-    inner_same: bool,
+    params: Any,
     op: Any,
 ) -> int:
     """Columns ``(o, q0:q1)`` of one band: rows walked in ascending order, as the contract's loop.
 
     Updates that meet at one output element differ only in their row, so walking the rows
-    of a band in order reproduces the sequential loop bit for bit.
+    of a band in order reproduces the sequential loop bit for bit. With ``copy`` (indices
+    as wide as data, so the bands tile the output) the task first copies its band of data:
+    the copy then runs on every thread, and the band is in cache when its updates come.
     """
+    _, band, inner_same, copy = params
     rows, n_inner = idx.shape[1], idx.shape[2]
     n_bands = (n_inner + band - 1) // band
     o = task // n_bands
     q0 = (task % n_bands) * band
     q1 = min(q0 + band, n_inner)
     oo = outer_map[o]
+    if copy:
+        _copy_band(out[oo], data[oo], q0, q1)
     if inner_same:
         bad = _scatter_rows(out[oo], idx[o], upd[o], q0, q1, out.shape[1], op)
     else:
@@ -151,10 +175,57 @@ def owner_task(
 
 
 @_inner
-def run_task(arrays: Any, params: Any, task: int, op: Any) -> int:
-    """One task of a kernel: an owner of output rows, or a column band."""
-    out, idx, upd, outer_map, inner_map, priv = arrays
-    band, inner_same, owners = params
-    if owners:
+def one_pass(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
+    """One column band, or one owner of output rows; -1 or the first bad index it met."""
+    out, data, idx, upd, outer_map, inner_map, priv, _ = arrays
+    if params[0] == OWNERS:
         return owner_task(out, idx, upd, outer_map, inner_map, priv, task, op)
-    return column_task(out, idx, upd, outer_map, inner_map, task, band, inner_same, op)
+    return column_task(out, data, idx, upd, outer_map, inner_map, task, params, op)
+
+
+@_inner
+def row_target_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
+    """Rows, first pass: copy a share of data, find the target rows of a share of indices.
+
+    Returns -1, the first bad index position the task met, or ``_plan.NOT_CONSTANT``.
+    """
+    out, data, idx, _, _, _, _, positions = arrays
+    if params[3]:
+        copy_rows(out, data, task, n_tasks)
+    return find_row_targets(idx, out.shape[1], positions[0], task, n_tasks)
+
+
+@_inner
+def apply_row_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> None:
+    """Rows, second pass: the update rows that land in this task's output rows."""
+    out, _, _, upd, outer_map, _, _, positions = arrays
+    apply_rows(out, upd, outer_map, positions[0], task, n_tasks, op)
+
+
+@_inner
+def segment_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
+    """Segments, first pass: fold this task's segment (``none``: its last positions)."""
+    out, _, idx, upd, outer_map, inner_map, priv, positions = arrays
+    if params[0] == LAST:
+        return last_writers(out, idx, outer_map, inner_map, positions[task], task, n_tasks)
+    return reduce_segment(out, idx, upd, outer_map, inner_map, priv[task], task, n_tasks, op)
+
+
+@_inner
+def merge_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> None:
+    """Segments, second pass: this task's share of output elements."""
+    out, data, _, upd, _, _, priv, positions = arrays
+    if params[0] == LAST:
+        merge_last(out, data, upd, positions, params[3], task, n_tasks)
+    else:
+        merge_segments(out, data, priv, params[3], task, n_tasks, op)
+
+
+@_inner
+def all_in_bounds(bad: Any) -> bool:
+    """Whether no first-pass task found a bad index (or a row that is not constant).
+
+    Out of line: written in the parallel kernel, ``(bad == -1).all()`` would become one
+    more parallel region to compile.
+    """
+    return bool(bad.min() == -1 and bad.max() == -1)
