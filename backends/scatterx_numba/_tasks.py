@@ -21,8 +21,8 @@ import numpy as np
 from ._rows import apply_rows, copy_rows, find_row_targets
 from ._segments import last_writers, merge_last, merge_segments, reduce_segment
 
-#: Strategy codes: :mod:`scatterx_numba._plan`'s names, and segments for ``none`` as LAST.
-COLUMNS, OWNERS, ROWS, SEGMENTS, LAST = 0, 1, 2, 3, 4
+#: Strategy codes, as :mod:`scatterx_numba._plan` names them.
+COLUMNS, OWNERS, ROWS, SEGMENTS = 0, 1, 2, 3
 
 # Called only from the cached kernels, so they are compiled (and cached) inside them.
 _inner = nb.njit(cache=False)
@@ -88,16 +88,11 @@ def _scatter_mapped(dst: Any, idx: Any, upd: Any, inner_map: Any, q0: int, q1: i
 
 
 @_inner
-def _copy_band(dst: Any, src: Any, q0: int, q1: int) -> None:
-    """``dst[:, q0:q1] = src[:, q0:q1]``; one flat loop when the band is whole rows."""
-    if q1 - q0 == dst.shape[1]:
-        flat_dst, flat_src = dst.reshape(dst.size), src.reshape(src.size)
-        for k in range(flat_dst.size):
-            flat_dst[k] = flat_src[k]
-        return
-    for r in range(dst.shape[0]):
-        for q in range(q0, q1):
-            dst[r, q] = src[r, q]
+def _copy_slab(dst: Any, src: Any) -> None:
+    """``dst[...] = src`` for C-contiguous arrays, as one flat (vectorised) loop."""
+    flat_dst, flat_src = dst.reshape(dst.size), src.reshape(src.size)
+    for k in range(flat_dst.size):
+        flat_dst[k] = flat_src[k]
 
 
 @_inner
@@ -115,9 +110,10 @@ def column_task(
     """Columns ``(o, q0:q1)`` of one band: rows walked in ascending order, as the contract's loop.
 
     Updates that meet at one output element differ only in their row, so walking the rows
-    of a band in order reproduces the sequential loop bit for bit. With ``copy`` (indices
-    as wide as data, so the bands tile the output) the task first copies its band of data:
-    the copy then runs on every thread, and the band is in cache when its updates come.
+    of a band in order reproduces the sequential loop bit for bit. With ``copy`` (bands
+    of whole rows, indices as wide as data: the tasks tile the output) the task first
+    copies its slab of data: the copy then runs on every thread, and the slab is in cache
+    when its updates come.
     """
     _, band, inner_same, copy = params
     rows, n_inner = idx.shape[1], idx.shape[2]
@@ -127,7 +123,7 @@ def column_task(
     q1 = min(q0 + band, n_inner)
     oo = outer_map[o]
     if copy:
-        _copy_band(out[oo], data[oo], q0, q1)
+        _copy_slab(out[oo], data[oo])
     if inner_same:
         bad = _scatter_rows(out[oo], idx[o], upd[o], q0, q1, out.shape[1], op)
     else:
@@ -204,21 +200,30 @@ def apply_row_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -
 
 @_inner
 def segment_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
-    """Segments, first pass: fold this task's segment (``none``: its last positions)."""
-    out, _, idx, upd, outer_map, inner_map, priv, positions = arrays
-    if params[0] == LAST:
-        return last_writers(out, idx, outer_map, inner_map, positions[task], task, n_tasks)
+    """Segments, first pass: fold this task's segment into its partial."""
+    out, _, idx, upd, outer_map, inner_map, priv, _ = arrays
     return reduce_segment(out, idx, upd, outer_map, inner_map, priv[task], task, n_tasks, op)
 
 
 @_inner
 def merge_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> None:
     """Segments, second pass: this task's share of output elements."""
-    out, data, _, upd, _, _, priv, positions = arrays
-    if params[0] == LAST:
-        merge_last(out, data, upd, positions, params[3], task, n_tasks)
-    else:
-        merge_segments(out, data, priv, params[3], task, n_tasks, op)
+    out, data, _, _, _, _, priv, _ = arrays
+    merge_segments(out, data, priv, params[3], task, n_tasks, op)
+
+
+@_inner
+def last_writer_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
+    """Segments for ``none``, first pass: the last position of each target in the segment."""
+    out, _, idx, _, outer_map, inner_map, _, positions = arrays
+    return last_writers(out, idx, outer_map, inner_map, positions[task], task, n_tasks)
+
+
+@_inner
+def merge_last_task(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> None:
+    """Segments for ``none``, second pass: this task's share of output elements."""
+    out, data, _, upd, _, _, _, positions = arrays
+    merge_last(out, data, upd, positions, params[3], task, n_tasks)
 
 
 @_inner
