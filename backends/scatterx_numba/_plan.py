@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: Narrowest column band, in bytes of a row of data.
@@ -79,7 +80,7 @@ def plan(
     n_threads: int,
     *,
     regroupable: bool = False,
-    constant_rows: bool = False,
+    constant_rows: bool | Callable[[], bool] = False,
 ) -> Plan:
     """Pick the strategy for one call from its shapes and the thread count.
 
@@ -87,7 +88,8 @@ def plan(
     (a 1-D scatter, a histogram): segments when the reduction's fold can be regrouped
     (``regroupable``: none, max, min, integer and bool arithmetic), else output-row owners
     on enough threads. Too few column bands to share out and index rows that look
-    constant (``constant_rows``: embedding-grad): whole-row tasks. Otherwise column bands
+    constant (``constant_rows``, or a function that tells, called only when the shapes
+    leave the choice open: embedding-grad): whole-row tasks. Otherwise column bands
     anyway (few long columns: correct, with as much parallelism as there are columns).
     """
     outer, rows, inner = split(index_shape, axis)
@@ -102,8 +104,10 @@ def plan(
         return Plan("owners", n_threads, 1)
     band = column_band(inner, outer, itemsize, n_threads)
     n_tasks = outer * -(-inner // band)
-    whole_rows = constant_rows and inner >= ROWS_MIN_INNER and rows >= n_threads
+    long_rows = inner >= ROWS_MIN_INNER and rows >= n_threads
     few_bands = n_threads > 1 and n_tasks < TASKS_PER_THREAD * n_threads
-    if whole_rows and few_bands and index_shape[axis + 1 :] == data_shape[axis + 1 :]:
+    open_choice = long_rows and few_bands and index_shape[axis + 1 :] == data_shape[axis + 1 :]
+    # Asked last, and only then: looking at the indices costs microseconds a call.
+    if open_choice and (constant_rows() if callable(constant_rows) else constant_rows):
         return Plan("rows", n_threads, inner)
     return Plan("columns", n_tasks, band)

@@ -98,8 +98,12 @@ def _regroupable(family: str, reduction: str, dtype: np.dtype[Any]) -> bool:
 
 def _constant_rows(indices: Array, axis: int) -> bool:
     """Whether the first and last index rows each hold one value: an embedding-grad shape."""
-    ends = [indices[(slice(None),) * axis + (end,)] for end in (0, -1)]
-    return all(row.size > 1 and bool((row == row.flat[0]).all()) for row in ends)
+    for end in (0, -1):
+        row = indices[(slice(None),) * axis + (end,)].reshape(-1)
+        # The ends of a row first: they turn random rows away without a full compare.
+        if row.size < 2 or row[0] != row[-1] or not bool((row == row[0]).all()):
+            return False
+    return True
 
 
 def _identity(family: str, reduction: str, dtype: np.dtype[Any]) -> Any:
@@ -117,6 +121,17 @@ def _identity(family: str, reduction: str, dtype: np.dtype[Any]) -> Any:
     return info.min if reduction == "max" else info.max
 
 
+_UNUSED: dict[np.dtype[Any], Array] = {}
+
+
+def _unused(dtype: np.dtype[Any]) -> Array:
+    """A (1, 1) placeholder for a scratch array the strategy does not use (never written)."""
+    found = _UNUSED.get(dtype)
+    if found is None:
+        found = _UNUSED[dtype] = np.empty((1, 1), dtype)
+    return found
+
+
 def _extras(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> list[Array]:
     """Scratch arrays: owners' copies and segments' partials; rows' and ``none``'s positions.
 
@@ -124,7 +139,7 @@ def _extras(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any
     no mark of which elements a segment reached.
     """
     total, n, reduction = math.prod(request.shape), plan.n_tasks, request.reduction
-    partials, positions = np.empty((1, 1), storage), np.empty((1, 1), np.int64)
+    partials, positions = _unused(storage), _unused(np.dtype(np.int64))
     if plan.strategy == "owners":
         partials = np.empty((n, total + 1), storage)
     elif plan.strategy == "segments" and reduction != "none":
@@ -164,10 +179,12 @@ def _launch(
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     inner_same = shape[axis + 1 :] == index_shape[axis + 1 :]
     params = (_STRATEGIES[plan.strategy], plan.band, inner_same, copy)
-    kernel = _runtime.kernel(_MODULES[plan.strategy], family, request.reduction)
-    bad: Array = _runtime.launch(
-        kernel, (*arrays, *_extras(plan, request, family, arrays[0].dtype)), params, plan.n_tasks
-    )
+    module = _MODULES[plan.strategy]
+    kernel = _runtime.kernel(module, family, request.reduction)
+    extras = _extras(plan, request, family, arrays[0].dtype)
+    if module == "_kernels":
+        extras = extras[:1]  # one-pass kernels take no positions (see _tasks.one_pass)
+    bad: Array = _runtime.launch(kernel, (*arrays, *extras), params, plan.n_tasks)
     return bad
 
 
@@ -189,7 +206,7 @@ def scatter_elements(request: ScatterRequest) -> Array:
         _runtime.num_threads(),
         regroupable=_regroupable(family, request.reduction, dtype),
     )
-    plan = choose(constant_rows=_constant_rows(request.indices, axis))
+    plan = choose(constant_rows=partial(_constant_rows, request.indices, axis))
     out = np.empty(shape, dtype=dtype)
     out3 = _three_d(out.view(storage), shape, axis)
     copy = _fused_copy(plan, request, _kernel_ready(data, dtype))

@@ -172,8 +172,12 @@ def owner_task(
 
 @_inner
 def one_pass(arrays: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
-    """One column band, or one owner of output rows; -1 or the first bad index it met."""
-    out, data, idx, upd, outer_map, inner_map, priv, _ = arrays
+    """One column band, or one owner of output rows; -1 or the first bad index it met.
+
+    ``arrays`` lacks the last (positions) array of the two-pass kernels: numba's dispatch
+    costs about a microsecond per array, which small calls feel.
+    """
+    out, data, idx, upd, outer_map, inner_map, priv = arrays
     if params[0] == OWNERS:
         return owner_task(out, idx, upd, outer_map, inner_map, priv, task, op)
     return column_task(out, data, idx, upd, outer_map, inner_map, task, params, op)
