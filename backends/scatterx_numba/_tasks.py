@@ -1,7 +1,8 @@
 """The per-task bodies of the kernels: each strategy's first and second pass.
 
-Shapes seen here (the runner reshapes every call to them): ``out``, already holding a
-copy of data, is ``(outer, size, inner)`` in C order; ``idx`` and ``upd`` are
+Shapes seen here (the runner reshapes every call to them): ``out`` is ``(outer, size,
+inner)`` in C order and holds a copy of data, or gets it inside the tasks from ``data``
+(same shape) when the params' copy flag says so; ``idx`` and ``upd`` are
 ``(outer', rows, inner')`` with ``outer' <= outer`` and ``inner' <= inner`` (the
 off-axis dimensions of indices may be shorter than those of data). ``outer_map`` and
 ``inner_map`` give, for each flat outer/inner position of ``idx``, the flat outer/inner
