@@ -71,14 +71,23 @@ def _contestants(case: BenchCase, reduction: str, backends: list[str]) -> dict[s
 
 
 def _time(calls: dict[str, Call], repeat: int) -> dict[str, float]:
-    """Median ms of each call; rounds interleave the contestants so drift hits all alike."""
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(repeat):
-        for name, call in calls.items():
+    """Median ms of each call: one untimed call, then ``repeat`` timed calls in a row.
+
+    Contestants are timed in blocks, not interleaved: the thread pools of torch,
+    onnxruntime and numba keep spinning for a while after a call, and on a 2-core machine
+    that steals the next contestant's cores (measured: numba's 1d-histogram max took
+    7.0 ms right after torch and 2.9 ms right after itself; torch moved the same way).
+    """
+    medians: dict[str, float] = {}
+    for name, call in calls.items():
+        call()
+        samples = []
+        for _ in range(repeat):
             start = time.perf_counter()
             call()
-            samples[name].append((time.perf_counter() - start) * 1e3)
-    return {name: statistics.median(values) for name, values in samples.items()}
+            samples.append((time.perf_counter() - start) * 1e3)
+        medians[name] = statistics.median(samples)
+    return medians
 
 
 def _speedup(row: dict[str, float]) -> float | None:
