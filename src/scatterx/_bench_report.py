@@ -51,7 +51,7 @@ def record(
     return {
         "command": " ".join(["python -m scatterx bench", *argv]),
         "unit": "ms",
-        "statistic": f"median of {repeat} calls, contestants interleaved",
+        "statistic": f"median of {repeat} calls after one untimed call, each contestant in a block",
         "machine": {
             "cpu_model": cpu_model(),
             "cpus": len(usable) if usable is not None else os.cpu_count(),
