@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -82,3 +83,43 @@ def test_an_entry_point_that_is_not_a_backend_is_listed_unavailable(
 def test_register_backend_rejects_non_backends() -> None:
     with pytest.raises(TypeError, match="Backend members"):
         scatterx.register_backend(object())
+
+
+class _MissingLibraryBackend:
+    """A backend whose library is absent: asking its version raises, as metadata does."""
+
+    name = "missing-lib"
+    array_types = ("numpy:ndarray",)
+    priority = 500
+    capabilities: Mapping[str, frozenset[str]] = {}
+
+    @property
+    def version(self) -> str:
+        msg = "No package metadata was found for somelib"
+        raise LookupError(msg)
+
+    def available(self) -> str | None:
+        return "somelib is not installed"
+
+    def can_run(self, request: Any) -> str | None:
+        return None
+
+    def scatter_elements(self, request: Any) -> Any:
+        raise AssertionError
+
+
+@pytest.mark.usefixtures("clean_selection")
+def test_a_backend_whose_version_raises_is_listed_with_its_own_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = _registry.entry_points
+    missing = _MissingLibraryBackend()
+
+    def fake_entry_points(group: str) -> list[Any]:
+        return [*real(group=group), _EntryPoint("missing-lib", "somelib:backend", lambda: missing)]
+
+    monkeypatch.setattr(_registry, "entry_points", fake_entry_points)
+    _registry._backends = None
+    records = {r.name: r for r in scatterx.backends()}
+    assert records["missing-lib"].reason == "somelib is not installed"
+    assert records["numpy"].available

@@ -45,9 +45,12 @@ class NumbaBackend:
 
     @property
     def version(self) -> str:
-        from importlib.metadata import version
+        from importlib.metadata import PackageNotFoundError, version
 
-        return version("numba")
+        try:
+            return version("numba")
+        except PackageNotFoundError:
+            return "not installed"
 
     def available(self) -> str | None:
         if self._unavailable is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 from collections.abc import Mapping
@@ -93,6 +94,35 @@ class BackendRecord:
         return tuple(r for r in REDUCTIONS if r in served)
 
 
+_MEMBERS = (
+    "name",
+    "array_types",
+    "priority",
+    "capabilities",
+    "version",
+    "available",
+    "can_run",
+    "scatter_elements",
+)
+
+
+def is_backend(obj: Any) -> bool:
+    """Whether ``obj`` has every member of :class:`Backend`.
+
+    Looked up statically: ``isinstance(obj, Backend)`` would evaluate properties such as
+    ``version``, which may fail while the backend's library is missing.
+    """
+    return all(_has_static(obj, member) for member in _MEMBERS)
+
+
+def _has_static(obj: Any, member: str) -> bool:
+    try:
+        inspect.getattr_static(obj, member)
+    except AttributeError:
+        return False
+    return True
+
+
 class _BrokenBackend:
     """Stands in for an entry point that failed to load, so it is listed, never run."""
 
@@ -124,7 +154,7 @@ def _load_entry_point(ep: Any) -> Any:
         obj = ep.load()
     except Exception as exc:  # a broken third-party backend must never break import
         return _BrokenBackend(ep.name, f"entry point {ep.value!r} failed to load: {exc!r}")
-    if not isinstance(obj, Backend):
+    if not is_backend(obj):
         return _BrokenBackend(ep.name, f"entry point {ep.value!r} is not a Backend")
     if obj.name != ep.name:
         why = f"entry point {ep.name!r} names a backend called {obj.name!r}"
@@ -150,7 +180,7 @@ def register_backend(backend: Any) -> None:
     Installed backends are found through the ``scatterx.backends`` entry point; this is
     for one that is not installed. It replaces a registered backend of the same name.
     """
-    if not isinstance(backend, Backend):
+    if not is_backend(backend):
         msg = f"register_backend needs an object with the Backend members, got {backend!r}"
         raise TypeError(msg)
     current = dict(registered())
