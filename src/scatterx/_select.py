@@ -27,13 +27,23 @@ _MAX_REMEMBERED = 1024
 
 
 def clear_cache() -> None:
-    """Forget remembered choices (after the registry changes)."""
+    """Forget remembered choices (after the registry changes, and in a forked child)."""
     _serving.clear()
     _automatic_choices.clear()
 
 
-def _names(choice: str | Sequence[str], where: str) -> tuple[str, ...]:
-    names = (choice,) if isinstance(choice, str) else tuple(choice)
+# A backend that could run in the parent may not in a forked child (numba's OpenMP
+# threads cannot start again there): the child decides afresh.
+os.register_at_fork(after_in_child=clear_cache)
+
+
+def _names(choice: Any, where: str) -> tuple[str, ...]:
+    """The names of a choice, checked: a name or a sequence of registered names."""
+    names: tuple[Any, ...] = ()
+    if isinstance(choice, str):
+        names = (choice,)
+    elif isinstance(choice, Sequence):
+        names = tuple(choice)
     if not names or not all(isinstance(n, str) for n in names):
         msg = f"{where} takes a backend name or a sequence of names; got {choice!r}"
         raise TypeError(msg)
@@ -84,9 +94,9 @@ def _configured(backend: Any) -> tuple[tuple[str, ...] | None, str]:
     process = _process_default
     if process is not None:
         return process, "set_backend"
-    env = _read_env()
-    if env:
-        names = [n.strip() for n in env.split(",") if n.strip()]
+    # A value that names no backend ("", " ", ",") leaves the choice automatic.
+    names = [n.strip() for n in _read_env().split(",") if n.strip()]
+    if names:
         return _names(names, ENV_VAR), ENV_VAR
     return None, "automatic priority"
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+import sys
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -13,15 +15,38 @@ from ._request import ScatterRequest
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
-def _as_array(value: Any) -> Any:
-    """Arrays pass through; array-likes (lists, scalars) become NumPy arrays."""
+def _as_array(value: Any, role: str) -> Any:
+    """Arrays pass through; NumPy's own objects and array-likes become plain ndarrays.
+
+    Subclasses of ndarray (``np.memmap``...) and NumPy scalars are NumPy: they become
+    ndarray views and 0-d arrays. Masked arrays are refused: what their mask means under a
+    scatter is not the contract's, and a backend would either honour it or drop it.
+    """
     if type(value) is np.ndarray:
         return value
+    if isinstance(value, (np.ndarray, np.generic)):
+        _refuse_masked(value, role)
+        return np.asarray(value)
     import array_api_compat
 
     if array_api_compat.is_array_api_obj(value):
         return value
     return np.asarray(value)
+
+
+def _empty_sequence(value: Any) -> bool:
+    """Whether ``value`` is an empty list or tuple (nested or not): it has no dtype of its own."""
+    return isinstance(value, (list, tuple)) and np.size(value) == 0
+
+
+def _refuse_masked(value: Any, role: str) -> None:
+    masked = sys.modules.get("numpy.ma")
+    if masked is not None and isinstance(value, masked.MaskedArray):
+        msg = (
+            f"{role} is a numpy.ma.MaskedArray: scatterx does not apply masks; pass "
+            f"{role}.filled(value) to scatter the filled values, or {role}.data to ignore the mask"
+        )
+        raise TypeError(msg)
 
 
 _TYPE_NAMES: dict[type, str] = {}
@@ -71,9 +96,13 @@ def _check_axis_type(axis: Any) -> int:
     return operator.index(axis)
 
 
+def _library(array: Any) -> str:
+    """The top-level module of an array's type: ``numpy``, ``cupy``, ``torch``..."""
+    return type(array).__module__.partition(".")[0]
+
+
 def _check_same_library(data: Any, indices: Any, updates: Any) -> None:
-    types = {type(data), type(indices), type(updates)}
-    if len(types) > 1:
+    if not _library(data) == _library(indices) == _library(updates):
         names = ", ".join(
             f"{role}: {_type_name(type(a))}"
             for role, a in (("data", data), ("indices", indices), ("updates", updates))
@@ -136,18 +165,14 @@ def _numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
     return dtype
 
 
-_checked_dtypes: dict[tuple[Any, ...], str] = {}
-
-
 def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
-    """Return the dtype key of a valid combination; remembered, since only few recur."""
-    combination = (data.dtype, indices.dtype, updates.dtype, reduction)
-    key = _checked_dtypes.get(combination)
-    if key is None:
-        key = _checked_dtypes.setdefault(combination, _dtype_key_of_call(*combination))
-    return key
+    """Return the dtype key of a valid combination (see :func:`_dtype_key_of_call`)."""
+    return _dtype_key_of_call(data.dtype, indices.dtype, updates.dtype, reduction)
 
 
+# Few combinations recur, but every width of a ``U`` or ``S`` dtype is a dtype of its own:
+# the memory is bounded.
+@lru_cache(maxsize=256)
 def _dtype_key_of_call(
     data_dtype: Any, index_dtype: Any, updates_dtype: Any, reduction: str
 ) -> str:
@@ -217,10 +242,60 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
             if len(_validated) >= _MAX_REMEMBERED:
                 _validated.clear()
             _validated[seen] = (request.axis, request.dtype_key)
-        return request
-    return ScatterRequest(
-        data, indices, updates, hit[0], reduction, "numpy:ndarray", hit[1], _namespace(data), "cpu"
-    )
+    else:
+        request = ScatterRequest(
+            data,
+            indices,
+            updates,
+            hit[0],
+            reduction,
+            "numpy:ndarray",
+            hit[1],
+            _namespace(data),
+            "cpu",
+        )
+    if request.dtype_key in _STRING_KEYS:
+        _check_string_values(request.data, "data")
+        _check_string_values(request.updates, "updates")
+    return request
+
+
+_STRING_KEYS = frozenset({"object", "StringDType"})
+_is_str = np.frompyfunc(lambda value: isinstance(value, str), 1, 1)
+
+
+def _check_string_values(array: Any, role: str) -> None:
+    """Strings hold ``str`` only: object arrays nothing else, StringDType no missing value.
+
+    The one check that reads values: the dtype cannot say what an object array holds, nor
+    whether a StringDType with an ``na_object`` holds that missing value.
+    """
+    if not isinstance(array, np.ndarray) or array.size == 0:
+        return
+    na_object = getattr(array.dtype, "na_object", _NO_NA)
+    if array.dtype.kind == "T" and na_object is _NO_NA:
+        return  # a StringDType without na_object holds str only
+    values = array if array.dtype.kind == "O" else array.astype(object)
+    is_str = np.asarray(_is_str(values), dtype=bool)
+    if bool(is_str.all()):
+        return
+    position = tuple(int(p) for p in np.unravel_index(int(np.argmin(is_str)), array.shape))
+    value = values[position]
+    if array.dtype.kind == "T":
+        msg = (
+            f"{role} holds the missing value {value!r} of {array.dtype} at position "
+            f"{position}: the contract defines no scatter of missing strings; replace them "
+            "with strings first"
+        )
+    else:
+        msg = (
+            f"{role} is an object array and must hold str only; got {value!r} "
+            f"({type(value).__name__}) at position {position}"
+        )
+    raise TypeError(msg)
+
+
+_NO_NA = object()
 
 
 def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
@@ -229,7 +304,16 @@ def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     if type(data) is type(indices) is type(updates) is np.ndarray:
         device: Any = "cpu"
     else:
-        data, indices, updates = _as_array(data), _as_array(indices), _as_array(updates)
+        data = _as_array(data, "data")
+        # NumPy takes an empty list as float64; as NumPy's own indexing does, scatterx takes
+        # empty index lists as integers, and empty update lists as data's dtype.
+        empty_indices, empty_updates = _empty_sequence(indices), _empty_sequence(updates)
+        indices = _as_array(indices, "indices")
+        updates = _as_array(updates, "updates")
+        if empty_indices:
+            indices = indices.astype(np.int64)
+        if empty_updates and hasattr(data, "dtype"):
+            updates = np.asarray(updates, dtype=data.dtype)
         _check_same_library(data, indices, updates)
         device = _device(data)
     checked_axis = _check_shapes(data, indices, updates, checked_axis)
