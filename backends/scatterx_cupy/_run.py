@@ -61,7 +61,8 @@ def scatter_elements(request: ScatterRequest, force: str | None = None) -> Any:
     """
     data = request.data
     with data.device:
-        out = data.copy(order="C")
+        # bools as canonical 0/1 bytes, whatever bytes data held, as on every backend.
+        out = data.copy(order="C") if data.dtype.kind != "b" else _canonical_bool(data)
         if request.n_updates == 0:
             return out
         lay = layout(request.shape, request.index_shape, request.axis)
@@ -73,12 +74,21 @@ def scatter_elements(request: ScatterRequest, force: str | None = None) -> Any:
         return out
 
 
+def _canonical_bool(array: Any) -> Any:
+    """A C-ordered bool array of 0/1 bytes: any nonzero byte is True."""
+    import cupy
+
+    return cupy.ascontiguousarray(array.view(cupy.uint8) != 0)
+
+
 def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> None:
     import cupy
 
     device_id = out.device.id
     indices = cupy.ascontiguousarray(request.indices)
     updates = cupy.ascontiguousarray(request.updates)
+    if updates.dtype.kind == "b":
+        updates = _canonical_bool(updates)
     err = cupy.full(1, _NO_ERROR, dtype=cupy.uint64)
     geom = _geometry(lay.geometry(), device_id)
     shape = (
