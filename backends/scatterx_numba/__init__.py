@@ -14,6 +14,8 @@ import numpy as np
 
 from scatterx import DTYPE_REDUCTIONS, ScatterRequest
 
+from . import _runtime
+
 #: Calls with fewer updates than this go to numpy in automatic choice. Measured on 2
 #: cores (float32, 1-D and 2-D, none and add): numba costs about 15 us a call whatever
 #: the size; numpy is faster up to 4096 updates (numba/numpy 0.67-0.82x there) and
@@ -57,7 +59,8 @@ class NumbaBackend:
             missing = importlib.util.find_spec("numba") is None
             why = "numba is not installed (pip install 'scatterx[numba]')" if missing else None
             self._unavailable = (why,)
-        return self._unavailable[0]
+        # Not cached: a fork can make a process unable to run numba's threads.
+        return self._unavailable[0] or _runtime.fork_problem()
 
     def can_run(self, request: ScatterRequest) -> str | None:
         served = self.capabilities.get(request.dtype_key)

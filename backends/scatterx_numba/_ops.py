@@ -69,12 +69,12 @@ def _bf16_to_float(bits: Any) -> Any:
 
 @_inline
 def _float_to_bf16(value: Any) -> Any:
-    # Round to nearest even on the top 16 bits, as ml_dtypes does. A NaN must stay a NaN
-    # (the rounding carry could turn its payload into infinity); which NaN is free, since
-    # the contract compares arithmetic results with any NaN equal.
-    if value != value:
-        return np.uint16(0x7FC0)
+    # Round to nearest even on the top 16 bits, as ml_dtypes does. A NaN becomes the quiet
+    # NaN of its sign, as in ml_dtypes (rounding could carry its payload into infinity):
+    # inf + -inf is x86's negative default NaN, so the sign is part of the answer.
     bits = _float_bits(value)
+    if value != value:
+        return np.uint16(0xFFC0) if bits >> np.uint32(31) else np.uint16(0x7FC0)
     bits += np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
     return np.uint16(bits >> np.uint32(16))
 

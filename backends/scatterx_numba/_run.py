@@ -89,6 +89,11 @@ def _raise_first_bad(bad: Array, request: ScatterRequest) -> None:
         raise out_of_bounds_error(value, position, request.axis, request.axis_size)
 
 
+def _canonical_bool(array: Array) -> Array:
+    """A C-ordered bool array of 0/1 bytes: any nonzero byte is True."""
+    return np.not_equal(array.view(np.uint8), 0, order="C")
+
+
 def _regroupable(family: str, reduction: str, dtype: np.dtype[Any]) -> bool:
     """Whether the reduction's fold may be split into segments and merged (see _segments)."""
     if reduction in ("none", "max", "min") or family == "bool":
@@ -141,7 +146,9 @@ def _extras(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any
     total, n, reduction = math.prod(request.shape), plan.n_tasks, request.reduction
     partials, positions = _unused(storage), _unused(np.dtype(np.int64))
     if plan.strategy == "owners":
-        partials = np.empty((n, total + 1), storage)
+        # Each owner copies only its own rows: the largest share, times the outer count.
+        outer, size, inner = _plan.split(request.shape, request.axis)
+        partials = np.empty((n, outer * -(-size // n) * inner + 1), storage)
     elif plan.strategy == "segments" and reduction != "none":
         dtype = _native(request.data.dtype)
         partials = np.full((n, total), _identity(family, reduction, dtype), storage)
@@ -192,9 +199,14 @@ def scatter_elements(request: ScatterRequest) -> Array:
     """Compute ``request``; ``data``, ``indices`` and ``updates`` stay untouched."""
     data: Array = request.data
     dtype = _native(data.dtype)
+    family = _FAMILY.get(request.dtype_key, "plain")
+    updates: Array = request.updates
+    if family == "bool":
+        # bools as canonical 0/1 bytes, whatever bytes the inputs held: the kernels work on
+        # uint8, where a raw 2 would survive max and min.
+        data, updates = _canonical_bool(data), _canonical_bool(updates)
     if request.n_updates == 0:
         return np.array(data, order="C", copy=True)
-    family = _FAMILY.get(request.dtype_key, "plain")
     storage = _STORAGE.get(family, dtype)
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     choose = partial(
@@ -221,7 +233,7 @@ def scatter_elements(request: ScatterRequest) -> Array:
         out3,
         source,
         _three_d(_input(request.indices, index_dtype, index_dtype), index_shape, axis),
-        _three_d(_input(request.updates, dtype, storage), index_shape, axis),
+        _three_d(_input(updates, dtype, storage), index_shape, axis),
         *_maps(shape, index_shape, axis),
     ]
     bad = _launch(request, plan, arrays, family, copy)

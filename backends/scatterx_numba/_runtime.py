@@ -1,9 +1,10 @@
-"""Loading numba on first use: the on-disk cache location, the kernels, the launch lock."""
+"""Loading numba on first use: the on-disk cache, the kernels, the launch lock, fork."""
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -88,3 +89,59 @@ def num_threads() -> int:
     """Threads numba uses in this thread (``set_num_threads``, ``NUMBA_NUM_THREADS``)."""
     numba: Any = importlib.import_module("numba")
     return int(numba.get_num_threads())
+
+
+# ---- fork ---------------------------------------------------------------------------
+# A forked child inherits numba's threading layer in the state the parent left it. GNU
+# OpenMP cannot start its threads again in a child: numba terminates the child at its
+# first parallel launch. The workqueue and tbb layers can, once the child's copies of our
+# locks (possibly held by a parent thread that does not exist in the child) are new.
+_fork_problem: str | None = None
+
+
+def fork_problem() -> str | None:
+    """Why numba's parallel kernels cannot run in this (forked) process, or None."""
+    return _fork_problem
+
+
+def _inherited_layer_problem() -> str | None:
+    """In a forked child: whether the parent had started numba's threads on GNU OpenMP."""
+    numba: Any = sys.modules.get("numba")
+    if numba is None:
+        return None
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # numba's threads never started in the parent
+        return None
+    omppool: Any = sys.modules.get("numba.np.ufunc.omppool")
+    if layer != "omp" or getattr(omppool, "openmp_vendor", "GNU") != "GNU":
+        return None
+    return (
+        "this process was forked from one whose numba threads run on GNU OpenMP, which "
+        "cannot start again in a forked child (numba would end the process); the numpy "
+        "backend serves it. To keep numba in child processes, start them with the "
+        "'forkserver' or 'spawn' method, or set NUMBA_THREADING_LAYER=workqueue (or tbb)"
+    )
+
+
+def _after_fork_in_child() -> None:
+    global _launch_lock, _load_lock, _fork_problem
+    _launch_lock = threading.Lock()
+    _load_lock = threading.Lock()
+    if _fork_problem is None:
+        _fork_problem = _inherited_layer_problem()
+
+
+def _imported_in_a_forked_worker() -> str | None:
+    """When this module is first imported in a multiprocessing child (fork start method)
+    whose parent had started numba's threads without scatterx: the handler above was not
+    registered there, but the inherited state tells the same."""
+    import multiprocessing
+
+    if multiprocessing.parent_process() is None:
+        return None
+    return _inherited_layer_problem()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+_fork_problem = _imported_in_a_forked_worker()

@@ -139,22 +139,23 @@ def owner_task(
     """Rows ``[r0, r1)`` of ``out`` (all columns), owned by this task alone.
 
     The task walks every update in C order and applies those that land in its rows, on a
-    private copy of ``out`` whose extra last slot absorbs the others without a branch (a
-    random target makes that branch unpredictable). Then it writes its rows back. Each
-    output element sees its updates in C order: the sequential loop's bits.
+    private copy of its own rows (``priv[task]``, one ``n_tasks``-th of ``out``) whose extra
+    last slot absorbs the others without a branch (a random target makes that branch
+    unpredictable). Then it writes its rows back. Each output element sees its updates in
+    C order: the sequential loop's bits. All private copies together hold one ``out``.
     """
     n_tasks = priv.shape[0]
     n_outer, size, inner = out.shape
     rows, n_inner = idx.shape[1], idx.shape[2]
-    total = n_outer * size * inner
-    flat = out.reshape(total)
-    buf = priv[task]
-    for k in range(total):
-        buf[k] = flat[k]
     r0 = task * size // n_tasks
     r1 = (task + 1) * size // n_tasks
+    mine = (r1 - r0) * inner
+    buf = priv[task]
+    for oo in range(n_outer):
+        buf[oo * mine : (oo + 1) * mine] = out[oo, r0:r1].reshape(mine)
+    dump = n_outer * mine
     for o in range(idx.shape[0]):
-        base = outer_map[o] * size
+        base = outer_map[o] * mine - r0 * inner
         for a in range(rows):
             for q in range(n_inner):
                 v = idx[o, a, q] + 0
@@ -162,12 +163,11 @@ def owner_task(
                     v += size
                 if v < 0 or v >= size:
                     return int((o * rows + a) * n_inner + q)
-                target = (base + v) * inner + inner_map[q]
-                target = target if (v >= r0 and v < r1) else total
+                target = base + v * inner + inner_map[q]
+                target = target if (v >= r0 and v < r1) else dump
                 buf[target] = op(buf[target], upd[o, a, q])
     for oo in range(n_outer):
-        for k in range((oo * size + r0) * inner, (oo * size + r1) * inner):
-            flat[k] = buf[k]
+        out[oo, r0:r1] = buf[oo * mine : (oo + 1) * mine].reshape(r1 - r0, inner)
     return -1
 
 
