@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from typing import Any
@@ -211,3 +212,47 @@ def backend_threshold() -> int:
     from scatterx_numba import SMALL_CALL_UPDATES
 
     return SMALL_CALL_UPDATES
+
+
+def test_owner_strategy_with_several_outer_positions(
+    monkeypatch: pytest.MonkeyPatch, two_threads: None
+) -> None:
+    monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((2, 29, 1)).astype(np.float32)
+    indices = rng.integers(-29, 29, size=(2, 500, 1))
+    updates = rng.standard_normal((2, 500, 1)).astype(np.float32)
+    assert _plan.plan(data.shape, indices.shape, 1, 4, 2).strategy == "owners"
+    _check(data, indices, updates, 1, "add")
+
+
+# Owners on 16 threads: the scratch must stay near one output, not one per thread.
+OWNER_MEMORY_SCRIPT = """
+import tracemalloc, numpy as np, scatterx
+from scatterx_numba import _plan
+rng = np.random.default_rng(0)
+data = rng.standard_normal(1 << 20).astype(np.float32)
+indices = rng.integers(0, data.size, 2 * data.size)
+updates = rng.standard_normal(indices.size).astype(np.float32)
+assert _plan.plan(data.shape, indices.shape, 0, 4, 16).strategy == "owners"
+call = lambda: scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
+call()  # compiles first: the compiler's own allocations do not count
+tracemalloc.start()
+call()
+print(tracemalloc.get_traced_memory()[1] / data.nbytes)
+"""
+
+
+def test_owner_strategy_memory_is_bounded_by_the_output() -> None:
+    env = dict(os.environ, NUMBA_NUM_THREADS="16")
+    result = subprocess.run(
+        [sys.executable, "-c", OWNER_MEMORY_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    # The output, the owners' rows and the kernel's small arrays: 16 copies were 17x.
+    assert float(result.stdout) < 2.5

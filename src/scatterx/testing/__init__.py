@@ -2,8 +2,9 @@
 
 from ._cases import Case, error_cases, onnx_node_cases, spec_cases
 from ._compare import assert_bitwise_equal, first_difference
+from ._edge_cases import edge_cases
 from ._generated import grid_cases, layout_cases, special_cases, strategy_cases
-from ._oracle import reference_scatter_elements
+from ._oracle import reference_scatter_elements, reference_with_free_nans
 from ._runner import Outcome, expected_result, run_case
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "Outcome",
     "all_cases",
     "assert_bitwise_equal",
+    "edge_cases",
     "error_cases",
     "expected_result",
     "first_difference",
@@ -18,6 +20,7 @@ __all__ = [
     "layout_cases",
     "onnx_node_cases",
     "reference_scatter_elements",
+    "reference_with_free_nans",
     "run_case",
     "spec_cases",
     "special_cases",
@@ -34,5 +37,6 @@ def all_cases() -> list[Case]:
         *special_cases(),
         *strategy_cases(),
         *layout_cases(),
+        *edge_cases(),
         *error_cases(),
     ]

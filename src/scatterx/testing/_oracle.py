@@ -48,13 +48,31 @@ def reference_scatter_elements(
     ...                            reduction="add")
     array([0., 0., 3.])
     """
+    return reference_with_free_nans(data, indices, updates, axis, reduction)[0]
+
+
+def reference_with_free_nans(
+    data: Any, indices: Any, updates: Any, axis: int = 0, reduction: str = "none"
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The oracle's result, and where the contract lets any NaN stand for its value.
+
+    The second array is True where an add or mul met two NaN operands: the payload of that
+    NaN (and of every NaN computed from it) is the hardware's choice (contract section 2).
+    Everywhere else a NaN's bits, its sign included, are part of the answer.
+    """
     data = np.asarray(data)
     indices = np.asarray(indices)
     updates = np.asarray(updates)
-    out: np.ndarray[Any, Any] = np.array(data, copy=True)
+    kind = data.dtype.kind
+    if kind == "b":
+        out: np.ndarray[Any, Any] = np.not_equal(data.view(np.uint8), 0)  # any nonzero byte
+        updates = np.not_equal(updates.view(np.uint8), 0)
+    else:
+        out = np.array(data, copy=True)
+    free = np.zeros(out.shape, dtype=bool)
+    arithmetic = reduction in ("add", "mul") and (kind in "fc" or data.dtype.name == "bfloat16")
     axis = axis % data.ndim
     size = data.shape[axis]
-    kind = data.dtype.kind
     with np.errstate(all="ignore"):
         for position in itertools.product(*(range(n) for n in indices.shape)):
             index = int(indices[position])
@@ -64,5 +82,22 @@ def reference_scatter_elements(
             target = list(position)
             target[axis] = index if index >= 0 else index + size
             j = tuple(target)
-            out[j] = _combine(reduction, out[j], updates[position], kind)
-    return out
+            old, new = out[j], updates[position]
+            if arithmetic and _two_nans_meet(reduction, old, new):
+                free[j] = True
+            out[j] = _combine(reduction, old, new, kind)
+    return out, free
+
+
+def _two_nans_meet(reduction: str, old: Any, new: Any) -> bool:
+    """Whether a real add or subtract of two NaNs happens in ``f(old, new)``.
+
+    For complex numbers that is component by component: in add the real parts and the
+    imaginary parts meet; in mul, the textbook formula's products meet (``ac - bd``,
+    ``ad + bc``), and a product can be NaN from no NaN at all (``0 * inf``).
+    """
+    if not np.iscomplexobj(old):
+        return bool(np.isnan(old) and np.isnan(new))
+    a, b, c, d = old.real, old.imag, new.real, new.imag
+    pairs = [(a, c), (b, d)] if reduction == "add" else [(a * c, b * d), (a * d, b * c)]
+    return any(bool(np.isnan(x) and np.isnan(y)) for x, y in pairs)
