@@ -7,11 +7,9 @@ answer with the oracle's bits, within a timeout.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+
+from _subprocess import run_python
 
 pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -89,19 +87,9 @@ LAYERS = ["default", "workqueue"]
 
 
 def _run(script: str, layer: str, *args: str) -> list[str]:
-    env = dict(os.environ)
-    if layer != "default":
-        env["NUMBA_THREADING_LAYER"] = layer
-    result = subprocess.run(
-        [sys.executable, "-c", PRELUDE + script, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    used, said = result.stdout.strip().split(maxsplit=1)
+    env = {} if layer == "default" else {"NUMBA_THREADING_LAYER": layer}
+    stdout = run_python(PRELUDE + script, *args, env=env, timeout=240)
+    used, said = stdout.strip().split(maxsplit=1)
     if layer != "default":
         assert used == layer
     return [used, said]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +9,7 @@ import numpy as np
 import pytest
 
 import scatterx
+from _subprocess import run_python
 from scatterx import _validate
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
 
@@ -103,10 +102,7 @@ for dtype in (T, np.dtypes.StringDType(na_object=None)):
 
 
 def test_long_stringdtype_updates_do_not_crash() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", LONG_STRINGS], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
+    stdout = run_python(LONG_STRINGS, timeout=120)
     a, b = "a" * 16, "b" * 40
     expected = [
         f"none ['{b}', 'y'] True",
@@ -114,7 +110,7 @@ def test_long_stringdtype_updates_do_not_crash() -> None:
         "max ['x', 'y'] True",
         f"min ['{a}', 'y'] True",
     ]
-    assert result.stdout.splitlines() == expected * 2
+    assert stdout.splitlines() == expected * 2
 
 
 @pytest.mark.parametrize("reduction", ["max", "min"])

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
 import scatterx
+from _subprocess import run_python
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
 from scatterx_numba import _plan, backend
 
@@ -40,10 +38,7 @@ def test_import_does_not_load_numba() -> None:
     code = (
         "import sys, scatterx, scatterx_numba; scatterx.backends(); print('numba' in sys.modules)"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "False"
+    assert run_python(code).strip() == "False"
 
 
 def test_available_says_why_without_numba(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -244,15 +239,6 @@ print(tracemalloc.get_traced_memory()[1] / data.nbytes)
 
 
 def test_owner_strategy_memory_is_bounded_by_the_output() -> None:
-    env = dict(os.environ, NUMBA_NUM_THREADS="16")
-    result = subprocess.run(
-        [sys.executable, "-c", OWNER_MEMORY_SCRIPT],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
+    peak = float(run_python(OWNER_MEMORY_SCRIPT, env={"NUMBA_NUM_THREADS": "16"}))
     # The output, the owners' rows and the kernel's small arrays: 16 copies were 17x.
-    assert float(result.stdout) < 2.5
+    assert peak < 2.5

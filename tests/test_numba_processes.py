@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from _subprocess import run_python
 
 pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -52,37 +51,16 @@ print(json.dumps({"seconds": elapsed, "hits": sum(_kernels.add.stats.cache_hits.
 
 @pytest.mark.parametrize("layer", ["default", "workqueue"])
 def test_many_python_threads(layer: str) -> None:
-    env = dict(os.environ)
-    if layer != "default":
-        env["NUMBA_THREADING_LAYER"] = layer
-    result = subprocess.run(
-        [sys.executable, "-c", THREADS_SCRIPT],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    used, failures = result.stdout.split()
+    env = {} if layer == "default" else {"NUMBA_THREADING_LAYER": layer}
+    used, failures = run_python(THREADS_SCRIPT, env=env).split()
     if layer != "default":
         assert used == layer
     assert failures == "0"
 
 
 def test_second_process_loads_kernels_from_disk(tmp_path: Path) -> None:
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
-    runs = []
-    for _ in range(2):
-        result = subprocess.run(
-            [sys.executable, "-c", FIRST_CALL_SCRIPT],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-            check=True,
-        )
-        runs.append(json.loads(result.stdout))
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [json.loads(run_python(FIRST_CALL_SCRIPT, env=env)) for _ in range(2)]
     assert runs[0]["hits"] == 0
     assert runs[1]["hits"] >= 1
     assert runs[0]["sum"] == runs[1]["sum"] == 5.0

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 import scatterx
+from _subprocess import run_python
 from scatterx import _registry, _select
 
 
@@ -21,10 +20,7 @@ def test_import_and_discovery_load_no_heavy_library() -> None:
         "import sys, scatterx, scatterx._registry as r; r.registered(); "
         f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == ""
+    assert run_python(code).strip() == ""
 
 
 def test_numpy_backend_is_registered_through_its_entry_point() -> None:
