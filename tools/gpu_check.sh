@@ -15,7 +15,7 @@ fi
 "$python" -m scatterx backends 2>/dev/null || true
 
 echo "== conformance matrix and cupy tests (--require-backend cupy)"
-"$python" -m pytest -q -p no:cacheprovider --require-backend cupy --backend cupy \
+"$python" -m pytest -q -p no:cacheprovider --require-backend cupy --scatterx-backend cupy \
     tests/test_conformance.py tests/test_cupy_backend.py tests/test_cupy_gpu.py
 tests=$?
 

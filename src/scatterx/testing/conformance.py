@@ -20,7 +20,7 @@ BACKENDS = [record.name for record in backends()]
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "conformance_backend" in metafunc.fixturenames:
-        chosen = metafunc.config.getoption("--backend") or BACKENDS
+        chosen = metafunc.config.getoption("--scatterx-backend") or BACKENDS
         metafunc.parametrize("conformance_backend", chosen)
 
 

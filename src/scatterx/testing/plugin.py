@@ -16,7 +16,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "unavailable (repeatable)",
     )
     group.addoption(
-        "--backend",
+        "--scatterx-backend",
         action="append",
         default=[],
         metavar="NAME",
