@@ -89,6 +89,23 @@ def _raise_first_bad(bad: Array, request: ScatterRequest) -> None:
         raise out_of_bounds_error(value, position, request.axis, request.axis_size)
 
 
+#: ``none`` moves bits: every dtype of one width runs as the unsigned integer of that width,
+#: so one compiled signature serves int32, uint32 and float32 alike.
+_BITS: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.uint8),
+    2: np.dtype(np.uint16),
+    4: np.dtype(np.uint32),
+    8: np.dtype(np.uint64),
+}
+
+
+def _storage(family: str, dtype: np.dtype[Any], reduction: str) -> np.dtype[Any]:
+    """The dtype the kernels see: see ``_STORAGE``, and ``_BITS`` for ``none``."""
+    if reduction == "none":
+        return _BITS.get(dtype.itemsize, dtype)  # complex128 has no 16-byte integer
+    return _STORAGE.get(family, dtype)
+
+
 def _canonical_bool(array: Array) -> Array:
     """A C-ordered bool array of 0/1 bytes: any nonzero byte is True."""
     return np.not_equal(array.view(np.uint8), 0, order="C")
@@ -207,7 +224,7 @@ def scatter_elements(request: ScatterRequest) -> Array:
         data, updates = _canonical_bool(data), _canonical_bool(updates)
     if request.n_updates == 0:
         return np.array(data, order="C", copy=True)
-    storage = _STORAGE.get(family, dtype)
+    storage = _storage(family, dtype, request.reduction)
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     choose = partial(
         _plan.plan,
