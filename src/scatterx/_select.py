@@ -195,24 +195,32 @@ def _automatic(request: ScatterRequest) -> Any:
     return found
 
 
+def _decide(request: ScatterRequest, backend: Any) -> tuple[Any, str, tuple[str, ...] | None]:
+    """The one decision: the backend object that runs ``request`` (or None), where the choice
+    came from, and the names it was made among (None: automatic priority).
+
+    :func:`choose` runs on it and :func:`explain_request` explains it: the reasons are
+    derived from the decision, never decided again.
+    """
+    names, source = _configured(backend)
+    if names is None:
+        return _automatic(request), source, None
+    known = registered()
+    chosen = next(
+        (known[n] for n in names if _why_not(known[n], request, automatic=False) is None), None
+    )
+    return chosen, source, names
+
+
 def choose(request: ScatterRequest, backend: Any = None) -> Any:
     """Return the backend object that runs ``request``; raise if none can."""
-    names, _ = _configured(backend)
-    if names is None:
-        chosen = _automatic(request)
-        if chosen is not None:
-            if logger.isEnabledFor(logging.DEBUG):
-                logger.debug("%s", explain_request(request, backend))
-            return chosen
-    else:
-        known = registered()
-        for name in names:
-            if _why_not(known[name], request, automatic=False) is None:
-                if logger.isEnabledFor(logging.DEBUG):
-                    logger.debug("%s", explain_request(request, backend))
-                return known[name]
-    decision = explain_request(request, backend)
-    raise BackendError(str(decision))
+    chosen, source, names = _decide(request, backend)
+    if chosen is None or logger.isEnabledFor(logging.DEBUG):
+        decision = Decision.of(request, chosen, source, names)
+        if chosen is None:
+            raise BackendError(str(decision))
+        logger.debug("%s", decision)
+    return chosen
 
 
 @dataclass(frozen=True)
@@ -227,6 +235,14 @@ class Decision:
     call: str
     reasons: dict[str, str | None]
 
+    @classmethod
+    def of(
+        cls, request: ScatterRequest, chosen: Any, source: str, names: tuple[str, ...] | None
+    ) -> Decision:
+        """Explain a decision of :func:`_decide`: each other backend's reason."""
+        name = None if chosen is None else chosen.name
+        return cls(name, source, _describe(request), _reasons(request, name, source, names))
+
     def __str__(self) -> str:
         if self.backend is None:
             head = f"no backend can run {self.call} (choice by {self.source})"
@@ -236,6 +252,29 @@ class Decision:
         for name, reason in self.reasons.items():
             lines.append(f"  {name}: {'runs' if name == self.backend else reason}")
         return "\n".join(lines)
+
+
+def _reasons(
+    request: ScatterRequest, chosen: str | None, source: str, names: tuple[str, ...] | None
+) -> dict[str, str | None]:
+    """Why each registered backend other than ``chosen`` does not run ``request``.
+
+    The chosen one comes first among those that can (priority, or the order named), so any
+    other that could run comes after it.
+    """
+    known = registered()
+    automatic = names is None
+    order = list(known) if names is None else [*names, *(n for n in known if n not in names)]
+    reasons: dict[str, str | None] = {}
+    for name in order:
+        if name == chosen:
+            reasons[name] = None
+        elif names is not None and name not in names:
+            reasons[name] = f"not named by {source}"
+        else:
+            why = _why_not(known[name], request, automatic)
+            reasons[name] = why if why is not None else f"could run, but {chosen} comes first"
+    return reasons
 
 
 def _describe(request: ScatterRequest) -> str:
@@ -248,21 +287,4 @@ def _describe(request: ScatterRequest) -> str:
 
 def explain_request(request: ScatterRequest, backend: Any = None) -> Decision:
     """The Decision for a validated request; runs nothing."""
-    configured, source = _configured(backend)
-    known = registered()
-    automatic = configured is None
-    names = configured or ()
-    order = list(known) if automatic else [*names, *(n for n in known if n not in names)]
-    chosen: str | None = None
-    reasons: dict[str, str | None] = {}
-    for name in order:
-        if not automatic and name not in names:
-            reasons[name] = f"not named by {source}"
-            continue
-        why = _why_not(known[name], request, automatic)
-        if why is None and chosen is not None:
-            why = f"could run, but {chosen} comes first"
-        if why is None:
-            chosen = name
-        reasons[name] = why
-    return Decision(backend=chosen, source=source, call=_describe(request), reasons=reasons)
+    return Decision.of(request, *_decide(request, backend))
