@@ -95,7 +95,7 @@ def _extreme_by_sorting(out: Array, flat: Array, values: Array, reduction: str) 
 
 
 def _working_copy(data: Array, native: np.dtype[Any]) -> Array:
-    """A new C-ordered array to scatter into, holding data's values in a form ``_apply`` takes.
+    """StringDType and bool data as a new C-ordered array in a form ``_apply`` takes.
 
     StringDType becomes an object array of str: NumPy's own StringDType loops crash in
     ``put`` on strings from different allocators and compare strings with NUL characters
@@ -104,20 +104,21 @@ def _working_copy(data: Array, native: np.dtype[Any]) -> Array:
     """
     if native.kind == "T":
         return data.astype(object, order="C")
-    if native.kind == "b":
-        return np.not_equal(data.view(np.uint8), 0, order="C")
-    return data.copy(order="C") if native is data.dtype else data.astype(native, order="C")
+    return np.not_equal(data.view(np.uint8), 0, order="C")
 
 
 def scatter_elements(request: ScatterRequest) -> Array:
     """Compute ``request`` on NumPy arrays; ``data``, ``indices``, ``updates`` stay untouched."""
     data: Array = request.data
     native = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
-    out = _working_copy(data, native)
+    if native.kind in "Tb":
+        out, updates = _working_copy(data, native), _working_copy(request.updates, native)
+    else:
+        out = data.copy(order="C") if native is data.dtype else data.astype(native, order="C")
+        updates = request.updates
     count = request.indices.size
     if count:
         flat = flat_positions(request.indices, data.shape, request.axis, count)
-        updates = _working_copy(request.updates, native) if native.kind in "Tb" else request.updates
         _apply(out, flat, updates, request.reduction, out.dtype)
     return out if out.dtype == data.dtype else out.astype(data.dtype)
 

@@ -94,8 +94,9 @@ def _configured(backend: Any) -> tuple[tuple[str, ...] | None, str]:
     process = _process_default
     if process is not None:
         return process, "set_backend"
+    env = _read_env()
     # A value that names no backend ("", " ", ",") leaves the choice automatic.
-    names = [n.strip() for n in _read_env().split(",") if n.strip()]
+    names = [n.strip() for n in env.split(",") if n.strip()] if env else None
     if names:
         return _names(names, ENV_VAR), ENV_VAR
     return None, "automatic priority"
