@@ -140,6 +140,8 @@ def _imported_in_a_forked_worker() -> str | None:
 
     if multiprocessing.parent_process() is None:
         return None
+    if multiprocessing.get_start_method(allow_none=True) in ("spawn", "forkserver"):
+        return None  # a fresh interpreter: numba's threads, if started, started here
     return _inherited_layer_problem()
 
 
