@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
 
 import scatterx
 from _subprocess import run_python
-from scatterx import _registry, _select
+from scatterx.testing import scoped_registry
 
 
 def test_import_and_discovery_load_no_heavy_library() -> None:
@@ -47,31 +48,24 @@ def _broken() -> Any:
     raise ImportError(msg)
 
 
-@pytest.mark.usefixtures("clean_selection")
-def test_a_broken_entry_point_is_listed_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = _registry.entry_points
+def test_a_broken_entry_point_is_listed_unavailable() -> None:
 
-    def fake_entry_points(group: str) -> list[Any]:
-        return [*real(group=group), _EntryPoint("broken", "thirdparty:backend", _broken)]
+    def fake_entry_points() -> list[Any]:
+        return [
+            *entry_points(group="scatterx.backends"),
+            _EntryPoint("broken", "thirdparty:backend", _broken),
+        ]
 
-    monkeypatch.setattr(_registry, "entry_points", fake_entry_points)
-    _registry._backends = None
-    _select.clear_cache()
-    records = {r.name: r for r in scatterx.backends()}
+    with scoped_registry(entry_points=fake_entry_points):
+        records = {r.name: r for r in scatterx.backends()}
     assert not records["broken"].available
     assert "somebody_elses_gpu_lib" in (records["broken"].reason or "")
     assert records["numpy"].available
 
 
-@pytest.mark.usefixtures("clean_selection")
-def test_an_entry_point_that_is_not_a_backend_is_listed_unavailable(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(
-        _registry, "entry_points", lambda group: [_EntryPoint("odd", "mod:obj", lambda: 42)]
-    )
-    _registry._backends = None
-    (record,) = scatterx.backends()
+def test_an_entry_point_that_is_not_a_backend_is_listed_unavailable() -> None:
+    with scoped_registry(entry_points=lambda: [_EntryPoint("odd", "mod:obj", lambda: 42)]):
+        (record,) = scatterx.backends()
     assert not record.available
     assert "is not a Backend" in (record.reason or "")
 
@@ -104,18 +98,16 @@ class _MissingLibraryBackend:
         raise AssertionError
 
 
-@pytest.mark.usefixtures("clean_selection")
-def test_a_backend_whose_version_raises_is_listed_with_its_own_reason(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    real = _registry.entry_points
+def test_a_backend_whose_version_raises_is_listed_with_its_own_reason() -> None:
     missing = _MissingLibraryBackend()
 
-    def fake_entry_points(group: str) -> list[Any]:
-        return [*real(group=group), _EntryPoint("missing-lib", "somelib:backend", lambda: missing)]
+    def fake_entry_points() -> list[Any]:
+        return [
+            *entry_points(group="scatterx.backends"),
+            _EntryPoint("missing-lib", "somelib:backend", lambda: missing),
+        ]
 
-    monkeypatch.setattr(_registry, "entry_points", fake_entry_points)
-    _registry._backends = None
-    records = {r.name: r for r in scatterx.backends()}
+    with scoped_registry(entry_points=fake_entry_points):
+        records = {r.name: r for r in scatterx.backends()}
     assert records["missing-lib"].reason == "somelib is not installed"
     assert records["numpy"].available

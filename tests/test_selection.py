@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx import ScatterRequest
+from scatterx.backend import ScatterRequest
 
 
 class RecordingBackend:

@@ -7,16 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from scatterx import DTYPE_REDUCTIONS, ScatterRequest
+from scatterx.backend import DTYPE_REDUCTIONS, Backend, NumpyArrays, ScatterRequest
 
 from ._kernel import scatter_elements
 
 
-class NumpyBackend:
+class NumpyBackend(NumpyArrays):
     """Reference backend for ``numpy.ndarray``; see :mod:`scatterx_numpy._kernel`."""
 
     name = "numpy"
-    array_types: tuple[str, ...] = ("numpy:ndarray",)
     priority = 100
     capabilities: Mapping[str, frozenset[str]] = DTYPE_REDUCTIONS
 
@@ -33,11 +32,5 @@ class NumpyBackend:
     def scatter_elements(self, request: ScatterRequest) -> np.ndarray[Any, Any]:
         return scatter_elements(request)
 
-    def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        return array
 
-    def to_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        return np.asarray(array)
-
-
-backend = NumpyBackend()
+backend: Backend = NumpyBackend()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx import ScatterRequest, check_bounds_numpy
+from scatterx.backend import ScatterRequest, out_of_bounds_error
 
 Array = np.ndarray[Any, Any]
 
@@ -15,6 +15,30 @@ Array = np.ndarray[Any, Any]
 # and, maximum or and minimum and; on StringDType and object str, add concatenates.
 _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 _CACHED_GRID_LIMIT = 4096
+#: Up to this many indices, min and max of a list cost less than two array reductions.
+_LIST_BOUNDS_LIMIT = 64
+
+
+def check_bounds(indices: Array, axis: int, size: int) -> bool:
+    """Raise the contract's IndexError if any index is outside ``[-size, size-1]``.
+
+    Vectorised: two reductions over ``indices`` in the common case, a third pass only
+    when something is out of bounds. Returns whether any index is negative, so the caller
+    can skip the wrap-around pass when none is.
+    """
+    if indices.size == 0:
+        return False
+    if indices.size <= _LIST_BOUNDS_LIMIT:
+        values = indices.ravel().tolist()
+        low, high = min(values), max(values)
+    else:
+        low, high = int(indices.min()), int(indices.max())
+    if low < -size or high >= size:
+        bad = (indices < -size) | (indices >= size)
+        flat = int(np.argmax(bad))
+        position = tuple(int(p) for p in np.unravel_index(flat, indices.shape))
+        raise out_of_bounds_error(int(indices[position]), position, axis, size)
+    return bool(low < 0)
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -61,7 +85,7 @@ def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int, count
     Raises the contract's IndexError for the first out-of-bounds index in C order.
     """
     size = data_shape[axis]
-    has_negative = check_bounds_numpy(indices, axis, size)
+    has_negative = check_bounds(indices, axis, size)
     stride, grid = _layout(indices.shape, data_shape, axis, count)
     # int64 arithmetic even for int32 indices: flat positions of big data pass 2**31.
     if has_negative:

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
 
 class BackendError(RuntimeError):
     """A named backend cannot run the call; the message says why."""
@@ -16,35 +12,32 @@ def out_of_bounds_error(value: int, position: tuple[int, ...], axis: int, size: 
 
     Every backend raises exactly this message, whether it checks bounds before or
     inside its kernel.
+
+    Parameters
+    ----------
+    value : int
+        The bad index.
+    position : tuple of int
+        Its position in ``indices``.
+    axis : int
+        The (non-negative) axis of the call.
+    size : int
+        The length of ``data`` along ``axis``.
+
+    Returns
+    -------
+    IndexError
+        The error to raise.
+
+    Examples
+    --------
+    >>> from scatterx.backend import out_of_bounds_error
+    >>> print(out_of_bounds_error(5, (0, 1), 1, 3))  # doctest: +NORMALIZE_WHITESPACE
+    index 5 at position (0, 1) of indices is out of bounds for axis 1 with size 3:
+    valid indices are in [-3, 2]
     """
     msg = (
         f"index {value} at position {position} of indices is out of bounds "
         f"for axis {axis} with size {size}: valid indices are in [{-size}, {size - 1}]"
     )
     return IndexError(msg)
-
-
-_SMALL = 64
-
-
-def check_bounds_numpy(indices: np.ndarray[Any, Any], axis: int, size: int) -> bool:
-    """Raise the contract's IndexError if any index is outside ``[-size, size-1]``.
-
-    Vectorised: two reductions over ``indices`` in the common case, a third pass only
-    when something is out of bounds. Returns whether any index is negative, so the caller
-    can skip the wrap-around pass when none is.
-    """
-    if indices.size == 0:
-        return False
-    if indices.size <= _SMALL:
-        # For a handful of indices, min and max of a list cost a fifth of two reductions.
-        values = indices.ravel().tolist()
-        low, high = min(values), max(values)
-    else:
-        low, high = int(indices.min()), int(indices.max())
-    if low < -size or high >= size:
-        bad = (indices < -size) | (indices >= size)
-        flat = int(np.argmax(bad))
-        position = tuple(int(p) for p in np.unravel_index(flat, indices.shape))
-        raise out_of_bounds_error(int(indices[position]), position, axis, size)
-    return bool(low < 0)

@@ -1,97 +1,75 @@
-"""The Backend interface and discovery of backends through entry points."""
+"""The registry of backends: discovery through entry points, and what it remembers.
+
+The registry is an immutable snapshot of the backends, with the choices made among them
+attached to it: registering a backend installs a new snapshot, so no remembered choice
+can outlive the set of backends it was made among.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
-from typing import Any, Protocol, runtime_checkable
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
+from ._dtypes import REDUCTIONS
+from ._protocol import Backend
 from ._request import ScatterRequest
 
 ENTRY_POINT_GROUP = "scatterx.backends"
-DEFAULT_PRIORITY = 50
+#: How many automatic choices one registry remembers before it forgets them all.
+MAX_REMEMBERED = 1024
+
+EntryPoints = Callable[[], Iterable[EntryPoint]]
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """What a backend provides; the entry point's object must have these members.
+@dataclass(eq=False)
+class Registry:
+    """The registered backends in priority order, and the choices remembered among them.
 
     Attributes
     ----------
-    name
-        Unique, lower-case name used by ``backend=``, ``use_backend`` and the env var.
-    array_types
-        The array types served, as ``"module:qualname"`` strings, so that matching an
-        array never imports a library.
-    priority
-        Lower runs first in automatic choice among backends serving the same type.
-    capabilities
-        dtype key (see contract.md section 3) -> reductions the backend computes.
-    version
-        The version of the library doing the work (numpy, numba, cupy).
-
-    Optional members, looked up with ``getattr``:
-
-    ``skip_automatic(request) -> str | None``
-        A reason to pass the call over in *automatic* choice only (for instance:
-        too small to be worth it); a backend named explicitly still runs.
-
-    ``can_run`` and ``skip_automatic`` may look only at the request's metadata (array
-    type, dtypes, shapes, axis, reduction, device), never at values: automatic choices are
-    remembered by that metadata.
-    ``from_numpy(array)`` / ``to_numpy(array)``
-        Move test data to and from the backend's array type (the conformance suite).
+    backends : dict
+        Name -> backend, in priority order.
+    serving : dict
+        Array type -> the backends that serve it, in priority order.
+    choices : dict
+        ``request.key`` -> the backend automatic choice picked for that metadata.
     """
 
-    name: str
-    array_types: tuple[str, ...]
-    priority: int
-    capabilities: Mapping[str, frozenset[str]]
+    backends: dict[str, Backend]
+    serving: dict[type, tuple[Backend, ...]] = field(default_factory=dict)
+    choices: dict[Hashable, Backend] = field(default_factory=dict)
 
-    @property
-    def version(self) -> str: ...
+    @classmethod
+    def of(cls, found: Iterable[Backend]) -> Registry:
+        """A registry of ``found``, ordered by priority, then name."""
+        ordered = sorted(found, key=lambda b: (b.priority, b.name))
+        return cls({b.name: b for b in ordered})
 
-    def available(self) -> str | None:
-        """Return None when usable, else why not (package missing, no device). Cached."""
-        ...
+    def serving_type(self, array: Any) -> tuple[Backend, ...]:
+        """The backends that serve ``array``'s type, in priority order."""
+        found = self.serving.get(type(array))
+        if found is None:
+            found = tuple(b for b in self.backends.values() if serves(b, array))
+            self.serving[type(array)] = found
+        return found
 
-    def can_run(self, request: ScatterRequest) -> str | None:
-        """Return None when this backend can compute ``request``, else why not."""
-        ...
-
-    def scatter_elements(self, request: ScatterRequest) -> Any:
-        """Compute the result of ``request`` as a new array."""
-        ...
+    def remember(self, key: Hashable, backend: Backend) -> None:
+        """Remember an automatic choice; past ``MAX_REMEMBERED`` choices, start afresh."""
+        if len(self.choices) >= MAX_REMEMBERED:
+            self.choices.clear()
+        self.choices[key] = backend
 
 
-@dataclass(frozen=True)
-class BackendRecord:
-    """What ``scatterx.backends()`` says about one registered backend."""
-
-    name: str
-    available: bool
-    reason: str | None
-    array_types: tuple[str, ...]
-    capabilities: Mapping[str, frozenset[str]] = field(repr=False)
-    version: str | None
-    priority: int
-
-    @property
-    def dtypes(self) -> tuple[str, ...]:
-        """dtype keys served, for at least one reduction."""
-        return tuple(k for k, v in self.capabilities.items() if v)
-
-    @property
-    def reductions(self) -> tuple[str, ...]:
-        """Reductions served for at least one dtype, in the contract's order."""
-        from ._dtypes import REDUCTIONS
-
-        served = set().union(*self.capabilities.values()) if self.capabilities else set()
-        return tuple(r for r in REDUCTIONS if r in served)
+def serves(backend: Backend, array: Any) -> bool:
+    """Whether ``backend`` declares ``array``'s type among its ``array_types``."""
+    return any(array_type_matches(array, spec) for spec in backend.array_types)
 
 
 _MEMBERS = (
@@ -106,7 +84,7 @@ _MEMBERS = (
 )
 
 
-def is_backend(obj: Any) -> bool:
+def is_backend(obj: object) -> bool:
     """Whether ``obj`` has every member of :class:`Backend`.
 
     Looked up statically: ``isinstance(obj, Backend)`` would evaluate properties such as
@@ -115,7 +93,7 @@ def is_backend(obj: Any) -> bool:
     return all(_has_static(obj, member) for member in _MEMBERS)
 
 
-def _has_static(obj: Any, member: str) -> bool:
+def _has_static(obj: object, member: str) -> bool:
     try:
         inspect.getattr_static(obj, member)
     except AttributeError:
@@ -145,63 +123,160 @@ class _BrokenBackend:
         raise RuntimeError(self._reason)
 
 
-_lock = threading.Lock()
-_backends: dict[str, Any] | None = None
-
-
-def _load_entry_point(ep: Any) -> Any:
+def _load_entry_point(ep: EntryPoint) -> Backend:
     try:
         obj = ep.load()
     except Exception as exc:  # a broken third-party backend must never break import
         return _BrokenBackend(ep.name, f"entry point {ep.value!r} failed to load: {exc!r}")
     if not is_backend(obj):
         return _BrokenBackend(ep.name, f"entry point {ep.value!r} is not a Backend")
-    if obj.name != ep.name:
-        why = f"entry point {ep.name!r} names a backend called {obj.name!r}"
+    backend: Backend = obj
+    if backend.name != ep.name:
+        why = f"entry point {ep.name!r} names a backend called {backend.name!r}"
         return _BrokenBackend(ep.name, why)
-    return obj
+    return backend
 
 
-def registered() -> dict[str, Any]:
-    """Name -> backend object, loaded from entry points once, in priority order."""
-    global _backends
-    if _backends is None:
-        with _lock:
-            if _backends is None:
-                found = [_load_entry_point(ep) for ep in entry_points(group=ENTRY_POINT_GROUP)]
-                found.sort(key=lambda b: (b.priority, b.name))
-                _backends = {b.name: b for b in found}
-    return _backends
+def _installed() -> Iterable[EntryPoint]:
+    return entry_points(group=ENTRY_POINT_GROUP)
 
 
-def register_backend(backend: Any) -> None:
+def _discover(found: EntryPoints) -> Registry:
+    return Registry.of(_load_entry_point(ep) for ep in found())
+
+
+_lock = threading.Lock()
+_current: Registry | None = None
+
+
+def current() -> Registry:
+    """The registry of this process: entry points are loaded on first use."""
+    registry = _current
+    if registry is None:
+        registry = _install(lambda: _discover(_installed), only_if_empty=True)
+    return registry
+
+
+def _install(make: Callable[[], Registry], *, only_if_empty: bool = False) -> Registry:
+    global _current
+    with _lock:
+        if _current is None or not only_if_empty:
+            _current = make()
+        return _current
+
+
+def registered() -> Mapping[str, Backend]:
+    """Name -> backend object, in priority order."""
+    return current().backends
+
+
+def register_backend(backend: Backend) -> None:
     """Add ``backend`` to the registry of this process (tests, notebooks, plugins).
 
     Installed backends are found through the ``scatterx.backends`` entry point; this is
     for one that is not installed. It replaces a registered backend of the same name.
+
+    Parameters
+    ----------
+    backend : Backend
+        An object with the members of :class:`scatterx.backend.Backend`.
+
+    Raises
+    ------
+    TypeError
+        When ``backend`` lacks a member of the protocol.
     """
     if not is_backend(backend):
         msg = f"register_backend needs an object with the Backend members, got {backend!r}"
         raise TypeError(msg)
-    current = dict(registered())
-    current[backend.name] = backend
-    ordered = sorted(current.values(), key=lambda b: (b.priority, b.name))
-    global _backends
-    with _lock:
-        _backends = {b.name: b for b in ordered}
-    from ._select import clear_cache
-
-    clear_cache()
+    current()
+    _install(lambda: Registry.of({**registered(), backend.name: backend}.values()))
 
 
-def _availability(backend: Any) -> str | None:
+@contextlib.contextmanager
+def scoped_registry(*extra: Backend, entry_points: EntryPoints | None = None) -> Iterator[Registry]:
+    """A registry of the installed backends (or of ``entry_points``) and ``extra``, for a while.
+
+    On exit the registry before it comes back, with everything it remembered.
+    """
+    before = current()
+    found = entry_points or _installed
+
+    def make() -> Registry:
+        loaded = _discover(found).backends
+        return Registry.of({**loaded, **{b.name: b for b in extra}}.values())
+
     try:
-        return backend.available()  # type: ignore[no-any-return]
+        yield _install(make)
+    finally:
+        _install(lambda: before)
+
+
+def _forget_choices() -> None:
+    """In a forked child, decide afresh: a backend the parent could run may not run here.
+
+    No lock is taken: the child has one thread, and the parent's may have held it.
+    """
+    global _current, _lock
+    _lock = threading.Lock()
+    if _current is not None:
+        _current = Registry(dict(_current.backends))
+
+
+# numba's OpenMP threads, for one, cannot start again in a forked child.
+os.register_at_fork(after_in_child=_forget_choices)
+
+
+@dataclass(frozen=True)
+class BackendRecord:
+    """What ``scatterx.backends()`` says about one registered backend.
+
+    Attributes
+    ----------
+    name : str
+        The backend's name.
+    available : bool
+        Whether it can run at all in this process.
+    reason : str or None
+        Why not, when it cannot.
+    array_types : tuple of str
+        The array types it serves, as ``"module:qualname"``.
+    capabilities : Mapping of str to frozenset of str
+        dtype key -> the reductions it computes.
+    version : str or None
+        The version of the library doing the work, when available.
+    priority : int
+        Lower runs first in automatic choice.
+    """
+
+    name: str
+    available: bool
+    reason: str | None
+    array_types: tuple[str, ...]
+    capabilities: Mapping[str, frozenset[str]] = field(repr=False)
+    version: str | None
+    priority: int
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """dtype keys served, for at least one reduction."""
+        return tuple(k for k, v in self.capabilities.items() if v)
+
+    @property
+    def reductions(self) -> tuple[str, ...]:
+        """Reductions served for at least one dtype, in the contract's order."""
+        served: set[str] = set().union(*self.capabilities.values())
+        return tuple(r for r in REDUCTIONS if r in served)
+
+
+def _availability(backend: Backend) -> str | None:
+    try:
+        return backend.available()
     except Exception as exc:  # available() of a third-party backend must not break listing
         return f"available() raised {exc!r}"
 
 
-def backend_record(backend: Any) -> BackendRecord:
+def backend_record(backend: Backend) -> BackendRecord:
     """Describe one backend object."""
     reason = _availability(backend)
     try:
@@ -221,6 +296,11 @@ def backend_record(backend: Any) -> BackendRecord:
 
 def backends() -> list[BackendRecord]:
     """List every registered backend, available or not, in priority order.
+
+    Returns
+    -------
+    list of BackendRecord
+        One record per backend.
 
     Examples
     --------

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, NamedTuple
 
 
-@dataclass(slots=True)
-class ScatterRequest:
-    """One validated call of ``scatter_elements``; backends must treat it as read-only.
+class ScatterRequest(NamedTuple):
+    """One validated call of ``scatter_elements``: immutable, as every backend sees it.
 
     Backends receive this and nothing else; every metadata check of contract.md
     section 4 has passed. Index *values* are not yet checked: each backend checks
     bounds itself (before or inside its kernel) and raises
-    :func:`scatterx.out_of_bounds_error` for the first bad index in C order.
+    :func:`scatterx.backend.out_of_bounds_error` for the first bad index in C order.
 
     Attributes
     ----------
@@ -28,10 +27,12 @@ class ScatterRequest:
         ``"module:qualname"`` of the array type, e.g. ``"numpy:ndarray"``.
     dtype_key
         The contract's dtype name (``"float32"``, ``"bfloat16"``, ``"StringDType"``...).
-    xp
-        The array namespace from array-api-compat.
     device
         The device of ``data``.
+    key
+        The call's metadata (array type, dtypes, shapes, axis, reduction, device) as one
+        hashable value, or None when some part cannot be hashed: what automatic choices
+        are remembered by. Equal keys mean equal metadata.
     """
 
     data: Any
@@ -41,8 +42,8 @@ class ScatterRequest:
     reduction: str
     array_type: str
     dtype_key: str
-    xp: Any
     device: Any
+    key: Hashable | None
 
     @property
     def shape(self) -> tuple[int, ...]:

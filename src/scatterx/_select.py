@@ -6,13 +6,13 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
 
 from ._errors import BackendError
-from ._registry import array_type_matches, registered
+from ._protocol import Backend, SkipsAutomatic
+from ._registry import current, registered, serves
 from ._request import ScatterRequest
 
 ENV_VAR = "SCATTERX_BACKEND"
@@ -21,30 +21,17 @@ logger = logging.getLogger("scatterx")
 _scoped: ContextVar[tuple[str, ...] | None] = ContextVar("scatterx_backend", default=None)
 _process_lock = threading.Lock()
 _process_default: tuple[str, ...] | None = None
-_serving: dict[type, tuple[Any, ...]] = {}
-_automatic_choices: dict[tuple[Any, ...], Any] = {}
-_MAX_REMEMBERED = 1024
 
 
-def clear_cache() -> None:
-    """Forget remembered choices (after the registry changes, and in a forked child)."""
-    _serving.clear()
-    _automatic_choices.clear()
-
-
-# A backend that could run in the parent may not in a forked child (numba's OpenMP
-# threads cannot start again there): the child decides afresh.
-os.register_at_fork(after_in_child=clear_cache)
-
-
-def _names(choice: Any, where: str) -> tuple[str, ...]:
+def _names(choice: object, where: str) -> tuple[str, ...]:
     """The names of a choice, checked: a name or a sequence of registered names."""
-    names: tuple[Any, ...] = ()
+    given: tuple[object, ...] = ()
     if isinstance(choice, str):
-        names = (choice,)
+        given = (choice,)
     elif isinstance(choice, Sequence):
-        names = tuple(choice)
-    if not names or not all(isinstance(n, str) for n in names):
+        given = tuple(choice)
+    names = tuple(n for n in given if isinstance(n, str))
+    if not names or len(names) != len(given):
         msg = f"{where} takes a backend name or a sequence of names; got {choice!r}"
         raise TypeError(msg)
     known = registered()
@@ -84,7 +71,7 @@ def set_backend(backend: str | Sequence[str] | None) -> None:
         _process_default = names
 
 
-def _configured(backend: Any) -> tuple[tuple[str, ...] | None, str]:
+def _configured(backend: object) -> tuple[Names | None, str]:
     """The names asked for and where they came from, by contract.md section 5's precedence."""
     if backend is not None:
         return _names(backend, "backend="), "backend="
@@ -94,7 +81,7 @@ def _configured(backend: Any) -> tuple[tuple[str, ...] | None, str]:
     process = _process_default
     if process is not None:
         return process, "set_backend"
-    env = _read_env()
+    env = os.environ.get(ENV_VAR)
     # A value that names no backend ("", " ", ",") leaves the choice automatic.
     names = [n.strip() for n in env.split(",") if n.strip()] if env else None
     if names:
@@ -102,103 +89,55 @@ def _configured(backend: Any) -> tuple[tuple[str, ...] | None, str]:
     return None, "automatic priority"
 
 
-def _env_reader() -> Callable[[], str]:
-    """A reader of SCATTERX_BACKEND that sees every change made through ``os.environ``.
-
-    ``os.environ.get`` re-encodes the key on every call, which costs more than the rest of
-    a small call's selection; CPython's ``os.environ`` keeps its encoded dict in ``_data``,
-    read directly where it exists.
-    """
-    data = getattr(os.environ, "_data", None)
-    encodekey = getattr(os.environ, "encodekey", None)
-    decodevalue = getattr(os.environ, "decodevalue", None)
-    if isinstance(data, dict) and callable(encodekey) and callable(decodevalue):
-        key = encodekey(ENV_VAR)
-
-        def read() -> str:
-            raw = data.get(key)
-            return "" if raw is None else str(decodevalue(raw)).strip()
-
-        return read
-    return lambda: os.environ.get(ENV_VAR, "").strip()
-
-
-_read_env = _env_reader()
-
-
-def _serving_backends(request: ScatterRequest) -> tuple[Any, ...]:
-    array_type = type(request.data)
-    found = _serving.get(array_type)
-    if found is None:
-        found = tuple(
-            b
-            for b in registered().values()
-            if any(array_type_matches(request.data, spec) for spec in b.array_types)
-        )
-        _serving[array_type] = found
-    return found
-
-
-def _why_not(backend: Any, request: ScatterRequest, automatic: bool) -> str | None:
+def _why_not(backend: Backend, request: ScatterRequest, automatic: bool) -> str | None:
     """Why ``backend`` cannot (or, in automatic choice, should not) run ``request``."""
-    if not any(array_type_matches(request.data, spec) for spec in backend.array_types):
+    if not serves(backend, request.data):
         served = ", ".join(backend.array_types) or "nothing"
         return f"does not serve {request.array_type} (serves {served})"
     return _why_not_served(backend, request, automatic)
 
 
-def _why_not_served(backend: Any, request: ScatterRequest, automatic: bool) -> str | None:
+def _why_not_served(backend: Backend, request: ScatterRequest, automatic: bool) -> str | None:
     """As _why_not, for a backend known to serve the array type."""
-    reason: str | None = backend.available()
+    reason = backend.available()
     if reason is None:
         reason = backend.can_run(request)
-    if reason is None and automatic:
-        skip = getattr(backend, "skip_automatic", None)
-        reason = skip(request) if skip is not None else None
+    if reason is None and automatic and isinstance(backend, SkipsAutomatic):
+        reason = backend.skip_automatic(request)
     return reason
 
 
-def _automatic(request: ScatterRequest) -> Any:
+def _automatic(request: ScatterRequest) -> Backend | None:
     """The first backend in priority order that serves, can run and does not skip ``request``.
 
-    Remembered by the request's metadata, which is all that ``can_run`` and
-    ``skip_automatic`` may look at (see :class:`scatterx.Backend`).
+    Remembered by ``request.key``: the metadata that is all that ``can_run`` and
+    ``skip_automatic`` may look at (see :class:`scatterx.backend.Backend`).
     """
-    data, indices = request.data, request.indices
-    key = (
-        type(data),
-        data.dtype,
-        indices.dtype,
-        data.shape,
-        indices.shape,
-        request.axis,
-        request.reduction,
-        request.device,
-    )
-    try:
-        found = _automatic_choices.get(key)
-        remember = True
-    except TypeError:  # an unhashable device: decide afresh
-        found, remember = None, False
+    registry = current()
+    key = request.key
+    found = None if key is None else registry.choices.get(key)
     if found is None:
         found = next(
             (
                 b
-                for b in _serving_backends(request)
+                for b in registry.serving_type(request.data)
                 if _why_not_served(b, request, automatic=True) is None
             ),
             None,
         )
-        if remember and found is not None:
-            if len(_automatic_choices) >= _MAX_REMEMBERED:
-                _automatic_choices.clear()
-            _automatic_choices[key] = found
+        if key is not None and found is not None:
+            registry.remember(key, found)
     return found
 
 
-def _decide(request: ScatterRequest, backend: Any) -> tuple[Any, str, tuple[str, ...] | None]:
-    """The one decision: the backend object that runs ``request`` (or None), where the choice
-    came from, and the names it was made among (None: automatic priority).
+Names = tuple[str, ...]
+
+
+def _decide(
+    request: ScatterRequest, backend: str | Sequence[str] | None
+) -> tuple[Backend | None, str, Names | None]:
+    """The one decision: the backend that runs ``request`` (or None), where the choice came
+    from, and the names it was made among (None: automatic priority).
 
     :func:`choose` runs on it and :func:`explain_request` explains it: the reasons are
     derived from the decision, never decided again.
@@ -213,8 +152,8 @@ def _decide(request: ScatterRequest, backend: Any) -> tuple[Any, str, tuple[str,
     return chosen, source, names
 
 
-def choose(request: ScatterRequest, backend: Any = None) -> Any:
-    """Return the backend object that runs ``request``; raise if none can."""
+def choose(request: ScatterRequest, backend: str | Sequence[str] | None = None) -> Backend:
+    """Return the backend that runs ``request``; raise BackendError if none can."""
     chosen, source, names = _decide(request, backend)
     if chosen is None or logger.isEnabledFor(logging.DEBUG):
         decision = Decision.of(request, chosen, source, names)
@@ -238,7 +177,7 @@ class Decision:
 
     @classmethod
     def of(
-        cls, request: ScatterRequest, chosen: Any, source: str, names: tuple[str, ...] | None
+        cls, request: ScatterRequest, chosen: Backend | None, source: str, names: Names | None
     ) -> Decision:
         """Explain a decision of :func:`_decide`: each other backend's reason."""
         name = None if chosen is None else chosen.name
@@ -286,6 +225,8 @@ def _describe(request: ScatterRequest) -> str:
     )
 
 
-def explain_request(request: ScatterRequest, backend: Any = None) -> Decision:
+def explain_request(
+    request: ScatterRequest, backend: str | Sequence[str] | None = None
+) -> Decision:
     """The Decision for a validated request; runs nothing."""
     return Decision.of(request, *_decide(request, backend))

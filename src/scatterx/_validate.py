@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import operator
 import sys
-from functools import lru_cache
+from collections.abc import Hashable
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -49,29 +50,14 @@ def _refuse_masked(value: Any, role: str) -> None:
         raise TypeError(msg)
 
 
-_TYPE_NAMES: dict[type, str] = {}
-
-
 def _type_name(array_type: type) -> str:
     """``"module:qualname"`` of an array type, e.g. ``"numpy:ndarray"``."""
-    name = _TYPE_NAMES.get(array_type)
-    if name is None:
-        module = array_type.__module__.partition(".")[0]
-        name = _TYPE_NAMES.setdefault(array_type, f"{module}:{array_type.__qualname__}")
-    return name
+    return _joined_name(array_type.__module__, array_type.__qualname__)
 
 
-_NAMESPACES: dict[type, Any] = {}
-
-
-def _namespace(data: Any) -> Any:
-    """The array-api-compat namespace, looked up once per array type."""
-    xp = _NAMESPACES.get(type(data))
-    if xp is None:
-        import array_api_compat
-
-        xp = _NAMESPACES.setdefault(type(data), array_api_compat.array_namespace(data))
-    return xp
+@cache
+def _joined_name(module: str, qualname: str) -> str:
+    return f"{module.partition('.')[0]}:{qualname}"
 
 
 def _device(array: Any) -> Any:
@@ -121,28 +107,31 @@ def _check_same_library(data: Any, indices: Any, updates: Any) -> None:
         raise TypeError(msg)
 
 
-def _check_shapes(data: Any, indices: Any, updates: Any, axis: int) -> int:
-    rank = data.ndim
+Shape = tuple[int, ...]
+
+
+def _check_shapes(data: Shape, indices: Shape, updates: Shape, axis: int) -> int:
+    """Check the shapes of data, indices and updates; return the axis, non-negative."""
+    rank = len(data)
     if rank < 1:
-        msg = f"data must have at least one dimension: scalars have no axis (shape {data.shape})"
+        msg = f"data must have at least one dimension: scalars have no axis (shape {data})"
         raise ValueError(msg)
     if not -rank <= axis < rank:
         msg = f"axis must be in [{-rank}, {rank - 1}] for data of rank {rank}; got axis={axis}"
         raise ValueError(msg)
     axis %= rank
-    if indices.ndim != rank:
+    if len(indices) != rank:
         msg = (
-            f"indices must have the rank of data; got indices shape {tuple(indices.shape)} "
-            f"and data shape {tuple(data.shape)}"
+            f"indices must have the rank of data; got indices shape {indices} and data shape {data}"
         )
         raise ValueError(msg)
-    if tuple(updates.shape) != tuple(indices.shape):
+    if updates != indices:
         msg = (
             "updates must have the shape of indices (no broadcasting); got updates shape "
-            f"{tuple(updates.shape)} and indices shape {tuple(indices.shape)}"
+            f"{updates} and indices shape {indices}"
         )
         raise ValueError(msg)
-    for dim, (n_index, n_data) in enumerate(zip(indices.shape, data.shape, strict=True)):
+    for dim, (n_index, n_data) in enumerate(zip(indices, data, strict=True)):
         if dim != axis and n_index > n_data:
             msg = (
                 f"indices may not be longer than data on dimension {dim} (not the axis): "
@@ -163,11 +152,6 @@ def _numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
         msg = f"{role} has dtype {given!r}, which NumPy does not know"
         raise TypeError(msg) from None
     return dtype
-
-
-def _check_dtypes(data: Any, indices: Any, updates: Any, reduction: str) -> str:
-    """Return the dtype key of a valid combination (see :func:`_dtype_key_of_call`)."""
-    return _dtype_key_of_call(data.dtype, indices.dtype, updates.dtype, reduction)
 
 
 # Few combinations recur, but every width of a ``U`` or ``S`` dtype is a dtype of its own:
@@ -202,62 +186,53 @@ def _dtype_key_of_call(
     return key
 
 
-_validated: dict[tuple[Any, ...], tuple[int, str]] = {}
-_MAX_REMEMBERED = 1024
-
-
-def _metadata_key(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> Any:
-    """What the checks of a NumPy call depend on, or None for other calls."""
-    if not type(data) is type(indices) is type(updates) is np.ndarray:
-        return None
-    # The types too: axis=True must not pass as axis=1 remembered.
-    return (
-        type(axis),
-        axis,
-        type(reduction),
-        reduction,
-        data.shape,
-        indices.shape,
-        updates.shape,
-        data.dtype,
-        indices.dtype,
-        updates.dtype,
-    )
-
-
 def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
     """Check a call against contract.md section 4 and build its request.
 
-    Raises the contract's ValueError or TypeError; never reads index values. The checks
-    depend only on metadata, so those of NumPy calls are remembered by it.
+    Raises the contract's ValueError or TypeError; never reads index values (but for the
+    strings of object and StringDType arrays). The checks of a NumPy call depend on its
+    metadata alone, so they are remembered by it: that metadata is the request's ``key``.
     """
-    seen = _metadata_key(data, indices, updates, axis, reduction)
-    try:
-        hit = _validated.get(seen)
-    except TypeError:  # an unhashable axis or reduction: the checks say what is wrong
-        seen, hit = None, None
-    if hit is None:
-        request = _validate(data, indices, updates, axis, reduction)
-        if seen is not None:
-            if len(_validated) >= _MAX_REMEMBERED:
-                _validated.clear()
-            _validated[seen] = (request.axis, request.dtype_key)
-    else:
-        request = ScatterRequest(
-            data,
-            indices,
-            updates,
-            hit[0],
+    if type(data) is type(indices) is type(updates) is np.ndarray:
+        # The types too: axis=True must not pass as axis=1 remembered.
+        key = (
+            np.ndarray,
+            type(axis),
+            axis,
+            type(reduction),
             reduction,
-            "numpy:ndarray",
-            hit[1],
-            _namespace(data),
-            "cpu",
+            data.shape,
+            indices.shape,
+            updates.shape,
+            data.dtype,
+            indices.dtype,
+            updates.dtype,
         )
+        try:
+            checked_axis, dtype_key = _checked_numpy(key)
+        except TypeError:  # unhashable axis or reduction, or a check's own TypeError
+            checked_axis, dtype_key = _checked_numpy.__wrapped__(key)
+        request = ScatterRequest(
+            data, indices, updates, checked_axis, reduction, "numpy:ndarray", dtype_key, "cpu", key
+        )
+    else:
+        request = _validate(data, indices, updates, axis, reduction)
     if request.dtype_key in _STRING_KEYS:
         _check_string_values(request.data, "data")
         _check_string_values(request.updates, "updates")
     return request
+
+
+NumpyKey = tuple[Any, ...]
+
+
+@lru_cache(maxsize=1024)
+def _checked_numpy(key: NumpyKey) -> tuple[int, str]:
+    """The axis and dtype key of a NumPy call's metadata ``key`` (see :func:`normalise`)."""
+    _, _, axis, _, reduction, data, indices, updates, data_dtype, index_dtype, updates_dtype = key
+    reduction = _check_reduction(reduction)
+    checked_axis = _check_shapes(data, indices, updates, _check_axis_type(axis))
+    return checked_axis, _dtype_key_of_call(data_dtype, index_dtype, updates_dtype, reduction)
 
 
 _STRING_KEYS = frozenset({"object", "StringDType"})
@@ -299,33 +274,31 @@ _NO_NA = object()
 
 
 def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
+    """The checks of a call that is not three plain NumPy arrays."""
     reduction = _check_reduction(reduction)
     checked_axis = _check_axis_type(axis)
-    if type(data) is type(indices) is type(updates) is np.ndarray:
-        device: Any = "cpu"
-    else:
-        data = _as_array(data, "data")
-        # NumPy takes an empty list as float64; as NumPy's own indexing does, scatterx takes
-        # empty index lists as integers, and empty update lists as data's dtype.
-        empty_indices, empty_updates = _empty_sequence(indices), _empty_sequence(updates)
-        indices = _as_array(indices, "indices")
-        updates = _as_array(updates, "updates")
-        if empty_indices:
-            indices = indices.astype(np.int64)
-        if empty_updates and hasattr(data, "dtype"):
-            updates = np.asarray(updates, dtype=data.dtype)
-        _check_same_library(data, indices, updates)
-        device = _device(data)
-    checked_axis = _check_shapes(data, indices, updates, checked_axis)
-    key = _check_dtypes(data, indices, updates, reduction)
+    data = _as_array(data, "data")
+    # NumPy takes an empty list as float64; as NumPy's own indexing does, scatterx takes
+    # empty index lists as integers, and empty update lists as data's dtype.
+    empty_indices, empty_updates = _empty_sequence(indices), _empty_sequence(updates)
+    indices = _as_array(indices, "indices")
+    updates = _as_array(updates, "updates")
+    if empty_indices:
+        indices = indices.astype(np.int64)
+    if empty_updates and hasattr(data, "dtype"):
+        updates = np.asarray(updates, dtype=data.dtype)
+    _check_same_library(data, indices, updates)
+    device = _device(data)
+    shapes = (tuple(data.shape), tuple(indices.shape), tuple(updates.shape))
+    checked_axis = _check_shapes(*shapes, checked_axis)
+    dtypes = (data.dtype, indices.dtype, updates.dtype)
+    dtype_key = _dtype_key_of_call(*dtypes, reduction)
+    key: Hashable | None = (type(data), checked_axis, reduction, *shapes, *dtypes, device)
+    try:
+        hash(key)
+    except TypeError:  # an unhashable device: its calls are decided afresh
+        key = None
+    array_type = _type_name(type(data))
     return ScatterRequest(
-        data,
-        indices,
-        updates,
-        checked_axis,
-        reduction,
-        _type_name(type(data)),
-        key,
-        _namespace(data),
-        device,
+        data, indices, updates, checked_axis, reduction, array_type, dtype_key, device, key
     )

@@ -1,5 +1,7 @@
 """The conformance suite: the loop oracle, the cases, and a runner for any backend."""
 
+from scatterx._registry import scoped_registry
+
 from ._cases import Case, error_cases, onnx_node_cases, spec_cases
 from ._compare import assert_bitwise_equal, first_difference
 from ._edge_cases import edge_cases
@@ -22,6 +24,7 @@ __all__ = [
     "reference_scatter_elements",
     "reference_with_free_nans",
     "run_case",
+    "scoped_registry",
     "spec_cases",
     "special_cases",
     "strategy_cases",

@@ -10,6 +10,7 @@ import numpy as np
 
 from scatterx import BackendError, scatter_elements
 from scatterx._registry import registered
+from scatterx.backend import Backend, ConvertsArrays
 
 from ._cases import Case
 from ._compare import first_difference
@@ -41,25 +42,25 @@ def _expected(case: Case) -> tuple[Any, Any]:
     return _oracle_results[case.name]
 
 
-def _convert(backend: Any, case: Case) -> tuple[Any, Any, Any] | str:
-    from_numpy = getattr(backend, "from_numpy", None)
-    if from_numpy is None:
-        return f"backend {backend.name} has no from_numpy() to receive test data"
+def _convert(backend: ConvertsArrays, name: str, case: Case) -> tuple[Any, ...] | str:
     try:
-        return tuple(from_numpy(np.asarray(a)) for a in (case.data, case.indices, case.updates))
+        return tuple(
+            backend.from_numpy(np.asarray(a)) for a in (case.data, case.indices, case.updates)
+        )
     except (TypeError, ValueError) as exc:
-        return f"{backend.name} cannot hold this input: {exc}"
+        return f"{name} cannot hold this input: {exc}"
 
 
-def _declined(backend: Any, case: Case, exc: BackendError) -> Outcome:
-    advertised = case.reduction in backend.capabilities.get(case.dtype_key, ())
+def _declined(backend: Backend, case: Case, exc: BackendError) -> Outcome:
+    key = case.dtype_key
+    advertised = key is not None and case.reduction in backend.capabilities.get(key, ())
     if advertised:
         why = f"declined a call its capabilities advertise: {exc}"
         return Outcome("failed", why)
     return Outcome("skipped", f"{backend.name} declines {case.dtype_key} {case.reduction}")
 
 
-def _unmodified(backend: Any, before: list[Any], arrays: tuple[Any, ...]) -> str | None:
+def _unmodified(backend: ConvertsArrays, before: list[Any], arrays: tuple[Any, ...]) -> str | None:
     for role, old, new in zip(("data", "indices", "updates"), before, arrays, strict=True):
         problem = first_difference(np.asarray(backend.to_numpy(new)), old)
         if problem is not None:
@@ -67,7 +68,7 @@ def _unmodified(backend: Any, before: list[Any], arrays: tuple[Any, ...]) -> str
     return None
 
 
-def _call(backend: Any, case: Case, arrays: tuple[Any, ...]) -> tuple[Any, Outcome | None]:
+def _call(backend: Backend, case: Case, arrays: tuple[Any, ...]) -> tuple[Any, Outcome | None]:
     try:
         return scatter_elements(*arrays, backend=backend.name, **case.kwargs()), None
     except BackendError as exc:
@@ -80,7 +81,9 @@ def _call(backend: Any, case: Case, arrays: tuple[Any, ...]) -> tuple[Any, Outco
         return None, Outcome("failed", f"raised {exc!r}")
 
 
-def _check_result(backend: Any, case: Case, arrays: tuple[Any, ...], result: Any) -> Outcome:
+def _check_result(
+    backend: ConvertsArrays, case: Case, arrays: tuple[Any, ...], result: Any
+) -> Outcome:
     if case.error is not None:
         return Outcome("failed", f"returned a result where {case.error.__name__} was due")
     if type(result) is not type(arrays[0]):
@@ -102,7 +105,9 @@ def run_case(backend_name: str, case: Case) -> Outcome:
     reason = backend.available()
     if reason is not None:
         return Outcome("skipped", f"{backend_name} is unavailable: {reason}", unavailable=True)
-    arrays = _convert(backend, case)
+    if not isinstance(backend, ConvertsArrays):
+        return Outcome("skipped", f"backend {backend_name} has no from_numpy() for test data")
+    arrays = _convert(backend, backend_name, case)
     if isinstance(arrays, str):
         return Outcome("skipped", arrays)
     before = [np.array(backend.to_numpy(a), copy=True) for a in arrays]

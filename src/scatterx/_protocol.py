@@ -1,0 +1,92 @@
+"""The Backend protocol: what every backend provides, and what some may add."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ._request import ScatterRequest
+
+
+class Backend(Protocol):
+    """What a backend provides; the entry point's object must have these members.
+
+    Members: ``name``, unique and lower case, used by ``backend=``, ``use_backend`` and the
+    environment variable; ``array_types``, the array types served as ``"module:qualname"``
+    strings, so that matching an array never imports a library; ``priority``, lower runs
+    first in automatic choice among backends serving the same type; ``capabilities``,
+    dtype key (see contract.md section 3) -> the reductions computed; ``version``;
+    ``available()``, ``can_run(request)`` and ``scatter_elements(request)``.
+
+    ``can_run`` (and :class:`SkipsAutomatic`'s ``skip_automatic``) may look only at the
+    request's metadata (array type, dtypes, shapes, axis, reduction, device), never at
+    values: automatic choices are remembered by that metadata (``request.key``).
+    Optional members have protocols of their own: :class:`SkipsAutomatic` and
+    :class:`ConvertsArrays`.
+    """
+
+    # Read-only members: a class attribute, an instance attribute or a property will do.
+    @property
+    def name(self) -> str:
+        """Unique, lower-case name."""
+        ...
+
+    @property
+    def array_types(self) -> tuple[str, ...]:
+        """The array types served, as ``"module:qualname"`` strings."""
+        ...
+
+    @property
+    def priority(self) -> int:
+        """Lower runs first in automatic choice."""
+        ...
+
+    @property
+    def capabilities(self) -> Mapping[str, frozenset[str]]:
+        """dtype key -> the reductions computed."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """The version of the library doing the work (numpy, numba, cupy)."""
+        ...
+
+    def available(self) -> str | None:
+        """Return None when usable, else why not (package missing, no device). Cached."""
+        ...
+
+    def can_run(self, request: ScatterRequest) -> str | None:
+        """Return None when this backend can compute ``request``, else why not."""
+        ...
+
+    def scatter_elements(self, request: ScatterRequest) -> Any:
+        """Compute the result of ``request`` as a new array."""
+        ...
+
+
+@runtime_checkable
+class SkipsAutomatic(Protocol):
+    """A backend that passes some calls over in *automatic* choice only.
+
+    A backend named explicitly still runs them (for instance: too small to be worth a
+    parallel launch).
+    """
+
+    def skip_automatic(self, request: ScatterRequest) -> str | None:
+        """Return why automatic choice should pass ``request`` over, or None."""
+        ...
+
+
+@runtime_checkable
+class ConvertsArrays(Protocol):
+    """A backend that can move test data to and from its array type (the conformance suite)."""
+
+    def from_numpy(self, array: np.ndarray[Any, Any]) -> Any:
+        """``array`` as the backend's array type (raise TypeError for what it cannot hold)."""
+        ...
+
+    def to_numpy(self, array: Any) -> np.ndarray[Any, Any]:
+        """One of the backend's arrays as a NumPy array."""
+        ...

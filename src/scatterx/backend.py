@@ -1,0 +1,104 @@
+"""What a backend author needs, in one place: the seam between scatterx and its backends.
+
+A backend is an object with the members of :class:`Backend`, published under the entry
+point group ``scatterx.backends`` (or registered in a process with
+:func:`register_backend`). The front-end validates each call once and hands the backend a
+:class:`ScatterRequest`; the backend raises :func:`out_of_bounds_error` for the first bad
+index, and :class:`BackendError` reaches the user when no backend can run a call.
+
+Examples
+--------
+A backend annotated with the protocol is checked by mypy:
+
+>>> from scatterx.backend import Backend
+>>> import scatterx_numpy
+>>> backend: Backend = scatterx_numpy.backend
+>>> backend.name
+'numpy'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
+from ._errors import BackendError, out_of_bounds_error
+from ._protocol import Backend, ConvertsArrays, SkipsAutomatic
+from ._registry import register_backend
+from ._request import ScatterRequest
+
+__all__ = [
+    "DTYPE_KEYS",
+    "DTYPE_REDUCTIONS",
+    "REDUCTIONS",
+    "Backend",
+    "BackendError",
+    "ConvertsArrays",
+    "NumpyArrays",
+    "ScatterRequest",
+    "SkipsAutomatic",
+    "dtype_key",
+    "out_of_bounds_error",
+    "register_backend",
+    "unserved",
+]
+
+
+def unserved(
+    capabilities: Mapping[str, frozenset[str]],
+    request: ScatterRequest,
+    declined: Mapping[str, str] | None = None,
+) -> str | None:
+    """Why ``capabilities`` do not cover ``request``'s dtype and reduction, or None.
+
+    A ready-made ``can_run`` for a backend whose only limits are its dtypes and reductions.
+
+    Parameters
+    ----------
+    capabilities : Mapping of str to frozenset of str
+        The backend's ``capabilities``.
+    request : ScatterRequest
+        The call.
+    declined : Mapping of str to str, optional
+        dtype key -> why the backend does not serve it (default: "does not serve dtype").
+
+    Returns
+    -------
+    str or None
+        The reason, or None when the backend can run the call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scatterx.backend import unserved
+    >>> from scatterx._validate import normalise
+    >>> request = normalise(np.zeros(2), np.array([1]), np.ones(1), 0, "max")
+    >>> unserved({"float64": frozenset({"add"})}, request)
+    "reduction 'max' is not served for float64"
+    >>> unserved({"float32": frozenset({"max"})}, request)
+    'dtype float64 is not served'
+    """
+    served = capabilities.get(request.dtype_key)
+    if served is None:
+        why = (declined or {}).get(request.dtype_key)
+        return why or f"dtype {request.dtype_key} is not served"
+    if request.reduction not in served:
+        return f"reduction {request.reduction!r} is not served for {request.dtype_key}"
+    return None
+
+
+class NumpyArrays:
+    """Members of a backend of ``numpy.ndarray``: its array type and its test-data moves."""
+
+    array_types: tuple[str, ...] = ("numpy:ndarray",)
+
+    def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """``array`` itself: the backend's arrays are NumPy's."""
+        return array
+
+    def to_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """``array`` as a plain ndarray."""
+        return np.asarray(array)
