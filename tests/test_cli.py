@@ -1,17 +1,34 @@
-"""The command line: backends, check (and its exit status on a wrong backend)."""
+"""The command line: backends, check (and its exit status on a wrong backend), bench."""
 
 from __future__ import annotations
 
 import io
+import json
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 import scatterx
+import scatterx_numba
+from _subprocess import run_python
+from scatterx._bench.cases import (
+    CASE_NAMES,
+    CPU_PEERS,
+    SIZES,
+    BenchCase,
+    Unavailable,
+    make_call,
+    make_case,
+    spec_example,
+)
+from scatterx._bench.cli import main as bench_main
 from scatterx._cli import run_check
+from scatterx.testing import reference_scatter_elements
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -47,11 +64,11 @@ class OffByOneBackend:
     def available(self) -> str | None:
         return None
 
-    def can_run(self, request: scatterx.ScatterRequest) -> str | None:
+    def can_run(self, request: scatterx.backend.ScatterRequest) -> str | None:
         ok = request.dtype_key == "float32" and request.reduction == "none"
         return None if ok else "float32 none only"
 
-    def scatter_elements(self, request: scatterx.ScatterRequest) -> Any:
+    def scatter_elements(self, request: scatterx.backend.ScatterRequest) -> Any:
         out = scatterx.scatter_elements(
             request.data, request.indices, request.updates, axis=request.axis, backend="numpy"
         )
@@ -71,3 +88,103 @@ def test_check_fails_a_wrong_backend(clean_selection: None) -> None:
     text = out.getvalue()
     assert "FAILED off-by-one spec-example-1" in text
     assert "FAILED: " in text.splitlines()[-1]
+
+
+# python -m scatterx bench, and the cases and contestants every benchmark harness shares.
+# Times are never asserted: these check what runs, what is skipped and what is computed.
+
+TINY = 1 / 512  # the standard cases with a few thousand updates: seconds, not minutes
+CONTESTANTS = ("numpy", *CPU_PEERS)  # numba left out: its compiles would dominate the suite
+
+
+def test_bench_help_names_the_options() -> None:
+    result = _run("bench", "--help")
+    assert result.returncode == 0, result.stderr
+    for option in ("--case", "--reduction", "--size", "--json", "--plot"):
+        assert option in result.stdout
+
+
+def test_import_scatterx_leaves_the_bench_alone() -> None:
+    code = (
+        "import sys, scatterx\n"
+        "print([m for m in sys.modules if m.startswith('scatterx._bench') or m == 'matplotlib'])"
+    )
+    assert run_python(code).strip() == "[]"
+
+
+def test_bench_runs_and_prints_a_row_per_case_and_reduction(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    record = tmp_path / "run.json"
+    argv = ["--case", "last-axis-sparse", "--reduction", "add", "--reduction", "max"]
+    argv += ["--size", str(TINY), "--repeat", "1", "--backend", "numpy", "--json", str(record)]
+    assert bench_main(argv) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:4] == ["case", "red", "copy-floor", "numpy"]
+    assert [line.split()[:2] for line in table[1:3]] == [
+        ["last-axis-sparse", "add"],
+        ["last-axis-sparse", "max"],
+    ]
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    assert [row["reduction"] for row in saved["rows"]] == ["add", "max"]
+
+
+def test_bench_without_the_peers_runs_the_rest_and_names_the_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for module in ("torch", "onnx", "onnxruntime"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    argv = ["--case", "1d-histogram", "--reduction", "add", "--size", str(TINY)]
+    assert bench_main([*argv, "--repeat", "1", "--backend", "numpy"]) == 0
+    out = capsys.readouterr()
+    assert "skipped torch: torch is not installed (pip install torch)" in out.err
+    assert "skipped onnxruntime: onnxruntime is not installed (pip install 'scatterx[bench]')" in (
+        out.err
+    )
+    assert out.out.splitlines()[0].split()[2:5] == ["copy-floor", "numpy", "numpy-peer"]
+
+
+def test_bench_plot_without_matplotlib_stops_before_timing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(SystemExit) as stopped:
+        bench_main(["--plot", "run.png"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "--plot needs matplotlib: pip install 'scatterx[bench]'" in err
+    assert "bench [1/" not in err  # nothing was timed
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_a_case_is_built_from_its_name_alone(name: str) -> None:
+    first = make_case(name, TINY)
+    make_case(CASE_NAMES[-1], TINY)  # building another case in between changes nothing
+    again = make_case(name, TINY)
+    assert all(np.array_equal(a, b) for a, b in zip(first.arrays, again.arrays, strict=True))
+    # asv's small size still hands the call to numba in automatic choice.
+    assert make_case(name, SIZES["small"]).indices.size >= scatterx_numba.SMALL_CALL_UPDATES
+
+
+def _check_contestants(case: BenchCase, reduction: str, rtol: float = 0.0) -> None:
+    """Every contestant installed here gives the oracle's answer (to ``rtol``)."""
+    expected = reference_scatter_elements(*case.arrays, axis=case.axis, reduction=reduction)
+    for contestant in CONTESTANTS:
+        try:
+            call = make_call(contestant, case, reduction)
+        except Unavailable:
+            continue
+        got = np.asarray(call())
+        np.testing.assert_allclose(got, expected, rtol=rtol, err_msg=f"{contestant} {reduction}")
+
+
+@pytest.mark.parametrize("reduction", scatterx.REDUCTIONS)
+def test_every_contestant_computes_the_spec_example(reduction: str) -> None:
+    _check_contestants(spec_example(), reduction)
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_every_contestant_computes_the_standard_cases(name: str) -> None:
+    case = make_case(name, TINY)
+    _check_contestants(case, "max")
+    _check_contestants(case, "add", rtol=1e-5)  # sums in another order

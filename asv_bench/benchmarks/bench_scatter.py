@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._cases import CASES, REDUCTIONS, SIZES, make_case
-from ._impls import IMPLEMENTATIONS, make_runner, require_backend
+from scatterx._bench.cases import (
+    BACKENDS,
+    CASE_NAMES,
+    CPU_PEERS,
+    FLOOR,
+    REDUCTIONS,
+    SIZES,
+    make_call,
+    make_case,
+)
+
+IMPLEMENTATIONS = (*BACKENDS, *CPU_PEERS, FLOOR)
 
 
 class Scatter:
@@ -15,13 +25,13 @@ class Scatter:
     ``--bench "'full'"``.
     """
 
-    params = (list(IMPLEMENTATIONS), list(REDUCTIONS), list(CASES), list(SIZES))
+    params = (list(IMPLEMENTATIONS), list(REDUCTIONS), list(CASE_NAMES), list(SIZES))
     param_names = ("impl", "reduction", "case", "size")
     # Building a full-size case and warming its implementation up takes seconds.
     timeout = 300
 
     def setup(self, impl: str, reduction: str, case: str, size: str) -> None:
-        self.run = make_runner(impl, make_case(case, size), reduction)
+        self.run = make_call(impl, make_case(case, SIZES[size]), reduction)
 
     def time_scatter_elements(self, impl: str, reduction: str, case: str, size: str) -> None:
         self.run()
@@ -34,12 +44,12 @@ class PeakMemory:
     each. GPU memory is not resident memory: :class:`DeviceMemory` measures the cupy backend.
     """
 
-    params = (["numpy", "numba", "copy-floor"], list(SIZES))
+    params = (["numpy", "numba", FLOOR], list(SIZES))
     param_names = ("impl", "size")
     timeout = 300
 
     def setup(self, impl: str, size: str) -> None:
-        self.run = make_runner(impl, make_case("square-random", size), "add")
+        self.run = make_call(impl, make_case("square-random", SIZES[size]), "add")
 
     def peakmem_square_random_add(self, impl: str, size: str) -> None:
         self.run()
@@ -54,8 +64,7 @@ class DeviceMemory:
     timeout = 300
 
     def setup(self, size: str) -> None:
-        require_backend("cupy")
-        self.run = make_runner("cupy", make_case("square-random", size), "add")
+        self.run = make_call("cupy", make_case("square-random", SIZES[size]), "add")
 
     def track_pool_growth_square_random_add(self, size: str) -> Any:
         import cupy

@@ -8,22 +8,20 @@ import subprocess
 import sys
 import tempfile
 
-from ._impls import require_backend
+from scatterx._bench.cases import require_backend
 
-# The first call of a new process: a float32 add on 512x512, one kernel signature. The
-# cache folder is set before numba is imported, which importing scatterx does not do.
+# The first call of a new process: a float32 add on the small square-random case, one
+# kernel signature. The cache folder is set before numba is imported, which importing
+# scatterx does not do.
 _FIRST_CALL_SETUP = """
 import os
 os.environ["NUMBA_CACHE_DIR"] = {cache_dir}
-import numpy as np
 import scatterx
-rng = np.random.default_rng(0)
-data = rng.uniform(0.5, 1.5, size=(512, 512)).astype(np.float32)
-indices = rng.integers(0, 512, size=(512, 512), dtype=np.int64)
-updates = rng.uniform(0.5, 1.5, size=(512, 512)).astype(np.float32)
+from scatterx._bench.cases import SIZES, make_case
+case = make_case("square-random", SIZES["small"])
 """
 _FIRST_CALL = """
-scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
+scatterx.scatter_elements(*case.arrays, axis=case.axis, reduction="add", backend="numba")
 """
 # A fresh folder per process, removed when that process ends: the cold case compiles.
 _FRESH_CACHE = """

@@ -30,7 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args, rest = parser.parse_known_args(argv)
     if args.command == "bench":
-        from ._bench import main as bench_main
+        from ._bench.cli import main as bench_main
 
         return int(bench_main(list(rest)))
     if rest:

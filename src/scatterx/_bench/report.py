@@ -74,15 +74,14 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
 
 
 def plot(path: str | Path, data: dict[str, Any]) -> None:
-    """One panel per case: median ms (log scale) of every contestant for each reduction."""
-    try:
-        import matplotlib
-    except ImportError as exc:
-        msg = "--plot needs matplotlib: pip install 'scatterx[bench]'"
-        raise SystemExit(msg) from exc
+    """One panel per case: median ms (log scale) of every contestant for each reduction.
+
+    Needs matplotlib (``pip install 'scatterx[bench]'``); the command checks before timing.
+    """
+    import matplotlib
+
     matplotlib.use("Agg")  # files only: no display on CI machines
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
 
     rows, columns = data["rows"], data["columns"]
     cases = list(dict.fromkeys(row["case"] for row in rows))
@@ -91,27 +90,8 @@ def plot(path: str | Path, data: dict[str, Any]) -> None:
     fig, axes = plt.subplots(
         n_rows, n_cols, figsize=(6.0 * n_cols, 3.6 * n_rows), squeeze=False, sharey=False
     )
-    width = 0.8 / max(1, len(columns))
     for ax, case in zip(axes.flat, cases, strict=False):
-        case_rows = [row for row in rows if row["case"] == case]
-        for k, column in enumerate(columns):
-            xs = [i + (k - (len(columns) - 1) / 2) * width for i in range(len(case_rows))]
-            ys = [row["times"].get(column, math.nan) for row in case_rows]
-            ax.bar(xs, ys, width, label=column)
-        ax.set_title(case)
-        ax.set_xticks(range(len(case_rows)), [row["reduction"] for row in case_rows])
-        ax.set_yscale("log")
-        # Log-scale bars start at the axis floor: put it well under the fastest bar.
-        shown = [t for row in case_rows for t in row["times"].values() if t > 0]
-        if shown:
-            ax.set_ylim(bottom=min(shown) / 2)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-        # Label the 2s and 5s between decades, not every minor tick: they would overlap.
-        ax.yaxis.set_minor_formatter(
-            FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else "")
-        )
-        ax.set_ylabel("median ms (lower is better)")
-        ax.grid(axis="y", which="both", alpha=0.3)
+        _draw_case(ax, case, [row for row in rows if row["case"] == case], columns)
     for ax in list(axes.flat)[len(cases) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
@@ -121,3 +101,28 @@ def plot(path: str | Path, data: dict[str, Any]) -> None:
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def _draw_case(ax: Any, case: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
+    """Grouped bars of one case: a group per reduction, a bar per contestant."""
+    from matplotlib.ticker import FuncFormatter
+
+    width = 0.8 / max(1, len(columns))
+    for k, column in enumerate(columns):
+        xs = [i + (k - (len(columns) - 1) / 2) * width for i in range(len(rows))]
+        ys = [row["times"].get(column, math.nan) for row in rows]
+        ax.bar(xs, ys, width, label=column)
+    ax.set_title(case)
+    ax.set_xticks(range(len(rows)), [row["reduction"] for row in rows])
+    ax.set_yscale("log")
+    # Log-scale bars start at the axis floor: put it well under the fastest bar.
+    shown = [t for row in rows for t in row["times"].values() if t > 0]
+    if shown:
+        ax.set_ylim(bottom=min(shown) / 2)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    # Label the 2s and 5s between decades, not every minor tick: they would overlap.
+    ax.yaxis.set_minor_formatter(
+        FuncFormatter(lambda value, _: f"{value:g}" if f"{value:g}"[0] in "25" else "")
+    )
+    ax.set_ylabel("median ms (lower is better)")
+    ax.grid(axis="y", which="both", alpha=0.3)
