@@ -1,18 +1,24 @@
-"""The cupy backend without a GPU: light import, reasons, capabilities, geometry, strategy."""
+"""The cupy backend without a GPU: light import, reasons, capabilities, geometry, strategy.
+
+Also the opt-in fast paths: their switch, their rule and what each refuses to compute.
+"""
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
 import itertools
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import scatterx
-from scatterx_cupy import CupyBackend, _compile, _layout, _run
+import scatterx_cupy
+from scatterx_cupy import CupyBackend, _compile, _fast, _layout, _run
 
 
 def test_importing_the_backend_does_not_import_cupy() -> None:
@@ -101,16 +107,36 @@ def test_from_numpy_refuses_what_cupy_cannot_hold(dtype: str) -> None:
 def test_every_served_pair_has_kernels() -> None:
     for key, reductions in _compile.SERVED.items():
         names = _compile.name_expressions(key)
+        fast = _compile.name_expressions(key, fast=True)
+        assert not set(names) & set(fast)
         for reduction, index in itertools.product(reductions, _compile.INDEX_TYPES):
             assert _compile.columns_name(key, index, reduction) in names
             for key_type in _compile.KEY_TYPES:
                 assert _compile.runs_name(key, key_type, reduction) in names
             if _compile.uses_atomics(key, reduction):
                 assert _compile.atomics_name(key, index, reduction) in names
+                continue
+            assert _compile.warps_name(key, index, reduction) in fast
+            for key_type in _compile.KEY_TYPES:
+                assert _compile.row_runs_name(key, key_type, reduction) in fast
+            if reduction == "none":
+                assert _compile.put_last_name(key, index) in fast
+            elif _compile.uses_winners(key, reduction):
+                assert set(_compile.best_names(key, index, reduction)) <= set(fast)
+    shared = _compile.target_expressions(fast=True)
+    for index in _compile.INDEX_TYPES:
+        assert _compile.win_last_name(index) in shared
+        for key_type in _compile.KEY_TYPES:
+            assert _compile.row_keys_name(index, key_type) in shared
 
 
 def test_kernel_source_ships_with_the_package() -> None:
+    shipped = sorted(path.name for path in Path(_compile.__file__).parent.glob("*.cu"))
+    assert shipped == sorted((_compile.SOURCE, _compile.FAST_SOURCE))
     assert "scx_columns" in _compile.source()
+    assert "scx_warps" not in _compile.source()  # the default modules: today's kernels only
+    assert _compile.source(fast=True).startswith(_compile.source())
+    assert "scx_warps" in _compile.source(fast=True)
 
 
 def test_atomics_only_where_order_cannot_matter() -> None:
@@ -175,25 +201,142 @@ def test_layout_does_not_merge_across_a_skipped_dim() -> None:
     assert lay.outer == ((2, 60), (4, 5))
 
 
+#: geometry -> (dtype, reduction, strategy by default, strategy with the fast paths) calls
+RULE = {
+    ((4096, 4096), (4096, 4096), 0): [
+        ("float32", "add", "sort", "rows"),
+        ("float32", "max", "sort", "winner"),
+        ("float64", "max", "sort", "rows"),
+    ],
+    ((16384, 16384), (16384, 16384), 0): [("float32", "none", "columns", "winner")],
+    ((16384, 16384), (16384, 16384), 1): [("float32", "none", "columns", "warps")],
+    ((65536,), (4194304,), 0): [
+        ("float32", "add", "sort", "sort"),
+        ("float16", "min", "sort", "winner"),
+        ("int64", "add", "atomics", "atomics"),
+        ("int64", "none", "sort", "winner"),
+    ],
+    ((30000, 256), (16384, 256), 0): [
+        ("float32", "max", "sort", "winner"),
+        ("complex64", "add", "sort", "rows"),
+    ],
+    ((8192, 1024), (8192, 64), 1): [
+        ("float32", "none", "columns", "warps"),
+        ("float32", "add", "columns", "warps"),
+    ],
+    ((8192, 1024), (8192, 8), 1): [("float32", "add", "columns", "columns")],
+    ((65536,), (100,), 0): [("float64", "mul", "columns", "columns")],
+    ((2**26,), (100,), 0): [("float32", "none", "columns", "columns")],
+}
+
+
+@pytest.mark.parametrize("geometry", RULE)
+def test_strategy_rule(monkeypatch: pytest.MonkeyPatch, geometry: Any) -> None:
+    """Without the opt-in, the rule verified on GPUs; with it, the fast paths where they fit."""
+    monkeypatch.delenv(_fast.ENV_VAR, raising=False)
+    shape, index_shape, axis = geometry
+    lay = _layout.layout(shape, index_shape, axis)
+    size = int(np.prod(shape))
+    for key, reduction, default, fast in RULE[geometry]:
+        assert _run.strategy(lay, key, reduction) == default, (key, reduction)
+        assert _run.strategy(lay, key, reduction, size) == default, (key, reduction)
+        assert _run.strategy(lay, key, reduction, size, fast=True) == fast, (key, reduction)
+
+
 @pytest.mark.parametrize(
-    ("shape", "index_shape", "axis", "key", "reduction", "expected"),
+    ("chosen", "key", "reduction", "index_shape", "axis"),
     [
-        ((4096, 4096), (4096, 4096), 0, "float32", "add", "sort"),
-        ((16384, 16384), (16384, 16384), 0, "float32", "none", "columns"),
-        ((65536,), (4194304,), 0, "float32", "add", "sort"),
-        ((30000, 256), (16384, 256), 0, "float32", "max", "sort"),
-        ((8192, 1024), (8192, 64), 1, "float32", "none", "columns"),
-        ((65536,), (4194304,), 0, "int64", "add", "atomics"),
-        ((65536,), (4194304,), 0, "int64", "none", "sort"),
-        ((65536,), (100,), 0, "float64", "mul", "columns"),
+        ("atomics", "float32", "add", (4, 6), 0),
+        ("warps", "float32", "add", (4, 6), 0),
+        ("warps", "int32", "add", (4, 6), 1),
+        ("winner", "float64", "max", (4, 6), 0),
+        ("winner", "float32", "add", (4, 6), 0),
+        ("rows", "int8", "mul", (4, 6), 0),
     ],
 )
-def test_strategy_rule(
-    shape: tuple[int, ...],
-    index_shape: tuple[int, ...],
-    axis: int,
-    key: str,
-    reduction: str,
-    expected: str,
+def test_forced_strategies_refuse_what_they_cannot_compute_exactly(
+    chosen: str, key: str, reduction: str, index_shape: tuple[int, ...], axis: int
 ) -> None:
-    assert _run.strategy(_layout.layout(shape, index_shape, axis), key, reduction) == expected
+    """Refused before anything reaches the device: cupy is not needed to see it."""
+    data = np.zeros((4, 6), dtype=key)
+    indices = np.zeros(index_shape, dtype=np.int64)
+    request = _request(data, indices, np.zeros(index_shape, dtype=key), axis, reduction)
+    request = request._replace(data=_NoDevice(data))
+    with pytest.raises(ValueError, match=r"cannot run|would change"):
+        _run.scatter_elements(request, force=chosen)
+    lay = _layout.layout((4, 6), index_shape, axis)
+    for fine in ("columns", "sort"):
+        assert _fast.refusal(fine, lay, key, reduction) is None
+
+
+class _NoDevice:
+    """Just enough of a cupy array to reach the strategy checks of ``_run``."""
+
+    def __init__(self, array: np.ndarray[Any, Any]) -> None:
+        self.array, self.dtype, self.shape = array, array.dtype, array.shape
+        self.device = self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def copy(self, order: str) -> np.ndarray[Any, Any]:
+        return self.array.copy(order=order)
+
+
+@pytest.fixture
+def fast_paths_unset(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.delenv(_fast.ENV_VAR, raising=False)
+    scatterx_cupy.set_fast_paths(None)
+    yield
+    scatterx_cupy.set_fast_paths(None)
+
+
+@pytest.mark.usefixtures("fast_paths_unset")
+def test_fast_paths_are_off_by_default() -> None:
+    assert scatterx_cupy.fast_paths_enabled() is False
+    lay = _layout.layout((16384, 16384), (16384, 16384), 1)
+    assert _run.strategy(lay, "float32", "none") == "columns"
+
+
+@pytest.mark.usefixtures("fast_paths_unset")
+@pytest.mark.parametrize(
+    ("value", "enabled"), [("1", True), ("on", True), ("TRUE", True), ("0", False), ("", False)]
+)
+def test_the_env_var_turns_them_on(
+    monkeypatch: pytest.MonkeyPatch, value: str, enabled: bool
+) -> None:
+    monkeypatch.setenv(_fast.ENV_VAR, value)
+    assert scatterx_cupy.fast_paths_enabled() is enabled
+    lay = _layout.layout((16384, 16384), (16384, 16384), 1)
+    assert _run.strategy(lay, "float32", "none") == ("warps" if enabled else "columns")
+
+
+@pytest.mark.usefixtures("fast_paths_unset")
+def test_a_typo_in_the_env_var_raises_rather_than_running_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(_fast.ENV_VAR, "ture")
+    with pytest.raises(ValueError, match=f"{_fast.ENV_VAR} must be 1 .* got 'ture'"):
+        scatterx_cupy.fast_paths_enabled()
+
+
+@pytest.mark.usefixtures("fast_paths_unset")
+def test_set_fast_paths_overrides_the_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(_fast.ENV_VAR, "1")
+    scatterx_cupy.set_fast_paths(False)
+    assert scatterx_cupy.fast_paths_enabled() is False
+    monkeypatch.setenv(_fast.ENV_VAR, "0")
+    scatterx_cupy.set_fast_paths(True)
+    assert scatterx_cupy.fast_paths_enabled() is True
+    scatterx_cupy.set_fast_paths(None)
+    assert scatterx_cupy.fast_paths_enabled() is False
+
+
+@pytest.mark.usefixtures("fast_paths_unset")
+def test_fast_path_docstring_examples_run() -> None:
+    result = doctest.testmod(_fast, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0

@@ -1,6 +1,7 @@
 """The cupy backend's CUDA source compiles with nvcc, and its float16 rounding is NumPy's.
 
-These need nvcc only, no GPU: a kernel that does not compile fails CI here.
+These need nvcc only, no GPU: a kernel that does not compile fails CI here, the opt-in
+fast paths' kernels (``_kernels_fast.cu``) included.
 """
 
 from __future__ import annotations
@@ -16,18 +17,21 @@ from scatterx_cupy import _compile
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
-SOURCE = Path(_compile.__file__).with_name("_kernels.cu")
+SOURCE = Path(_compile.__file__).with_name(_compile.SOURCE)
+FAST_SOURCE = Path(_compile.__file__).with_name(_compile.FAST_SOURCE)
 
 
 def _instantiations() -> str:
-    """A translation unit that includes the source and takes every kernel's address.
+    """A translation unit that includes the sources and takes every kernel's address.
 
-    The list is the runtime's own (``name_expressions``), so what NVRTC is asked to
-    build is exactly what nvcc builds here.
+    The list is the runtime's own (``name_expressions``, with and without the fast paths),
+    so what NVRTC is asked to build is exactly what nvcc builds here.
     """
-    names = [name for key in _compile.CPP_TYPES for name in _compile.name_expressions(key)]
-    names += _compile.target_expressions()
-    lines = [f'#include "{SOURCE}"', "void* scx_every_kernel[] = {"]
+    names = []
+    for fast in (False, True):
+        names += [n for key in _compile.CPP_TYPES for n in _compile.name_expressions(key, fast)]
+        names += _compile.target_expressions(fast)
+    lines = [f'#include "{SOURCE}"', f'#include "{FAST_SOURCE}"', "void* scx_every_kernel[] = {"]
     lines += [f"    (void*)&{name}," for name in names]
     lines.append("};")
     return "\n".join(lines) + "\n"

@@ -1,7 +1,10 @@
 """The cupy backend on a GPU: every strategy against the oracle, errors, devices, streams.
 
 Skipped with the backend's reason where cupy or a CUDA device is missing; the
-conformance suite (tests/test_conformance.py) covers the full case matrix.
+conformance suite (tests/test_conformance.py) covers the full case matrix. The fast paths'
+strategies are forced here whatever the opt-in says; tools/gpu_check.sh runs this file and
+the conformance matrix again with SCATTERX_CUPY_FAST_PATHS=1, so that automatic choice
+takes them too.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from scatterx.testing import (
     reference_with_free_nans,
 )
 from scatterx_cupy import CupyBackend
+from scatterx_cupy._compile import uses_atomics, uses_winners
 from scatterx_cupy._run import scatter_elements as run_strategy
+from test_cupy_emulated import BAD_INDEX, bad_index_call
 
 _REASON = CupyBackend().available()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"cupy backend: {_REASON}")
@@ -77,14 +82,67 @@ def _check(strategy: str | None, dtype: str, reduction: str, geometry: Any) -> N
 
 
 GEOMETRIES = [((40,), (300,), 0), ((9, 7, 5), (12, 6, 5), 0), ((6, 33, 4), (5, 40, 3), 1)]
+#: The axis innermost in indices (warps), including a partial last chunk of 32 steps.
+LAST_AXIS = [((40,), (300,), 0), ((6, 33), (5, 70), 1), ((3, 2, 9), (3, 2, 33), 2)]
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=["1d", "axis0", "axis1"])
-@pytest.mark.parametrize("strategy", ["columns", "sort"])
+@pytest.mark.parametrize("strategy", ["columns", "sort", "rows"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_ordered_strategies_match_the_oracle(strategy: str, dtype: str, geometry: Any) -> None:
     for reduction in scatterx.DTYPE_REDUCTIONS[dtype]:
+        if strategy == "rows" and uses_atomics(dtype, reduction):
+            continue
         _check(strategy, dtype, reduction, geometry)
+
+
+@pytest.mark.parametrize("geometry", LAST_AXIS, ids=["1d", "axis1", "axis2"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_warps_match_the_oracle(dtype: str, geometry: Any) -> None:
+    for reduction in scatterx.DTYPE_REDUCTIONS[dtype]:
+        if not uses_atomics(dtype, reduction):
+            _check("warps", dtype, reduction, geometry)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES + LAST_AXIS[1:])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_winners_match_the_oracle(dtype: str, geometry: Any) -> None:
+    for reduction in scatterx.DTYPE_REDUCTIONS[dtype]:
+        if uses_winners(dtype, reduction):
+            _check("winner", dtype, reduction, geometry)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    ("shape", "index_shape", "axis"),
+    [((7, 3, 4), (50, 3, 4), 0), ((2, 7, 3, 4), (2, 50, 3, 2), 1), ((9, 40), (300, 33), 0)],
+)
+def test_rows_of_one_target_match_the_oracle(
+    dtype: str, shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int
+) -> None:
+    """Indices constant along the inner dims (an embedding's backward): the rows walk."""
+    import cupy
+
+    for reduction in scatterx.DTYPE_REDUCTIONS[dtype]:
+        if uses_atomics(dtype, reduction):
+            continue
+        data, indices, updates = _case(dtype, reduction, shape, index_shape, axis)
+        row = indices[(slice(None),) * (axis + 1) + (0,) * (indices.ndim - axis - 1)]
+        indices = np.broadcast_to(
+            row.reshape(row.shape + (1,) * (indices.ndim - axis - 1)), indices.shape
+        )
+        indices = np.where(  # either sign of the same row index
+            np.arange(indices.size).reshape(indices.shape) % 2,
+            indices,
+            indices % shape[axis] - shape[axis],
+        )
+        expected, free_nans = reference_with_free_nans(
+            data, indices, updates, axis=axis, reduction=reduction
+        )
+        arrays = [cupy.asarray(np.ascontiguousarray(a)) for a in (data, indices, updates)]
+        request = scatterx._validate.normalise(*arrays, axis, reduction)
+        result = run_strategy(request, force="rows")
+        assert_bitwise_equal(result.get(), expected, any_nan=free_nans)
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "uint32", "int64", "uint64"])
@@ -99,22 +157,17 @@ def test_float_add_with_many_repeats_is_the_sequential_sum() -> None:
     _check(None, "float16", "mul", ((2, 5000), (2, 5000), 1))
 
 
-@pytest.mark.parametrize("strategy", ["columns", "sort", "atomics"])
-def test_first_bad_index_in_c_order_raises_like_numpy(strategy: str) -> None:
+@pytest.mark.parametrize(("strategy", "dtype", "reduction", "rows", "axis"), BAD_INDEX)
+def test_first_bad_index_in_c_order_raises_like_numpy(
+    strategy: str, dtype: str, reduction: str, rows: bool, axis: int
+) -> None:
     import cupy
 
-    indices = np.zeros((4, 64), dtype=np.int64)
-    indices[3, 1] = 9
-    indices[1, 60] = -7  # first in C order
-    indices[2, 0] = 6
-    data, updates = np.zeros((6, 64), dtype=np.int32), np.ones((4, 64), dtype=np.int32)
-    with pytest.raises(IndexError) as on_cpu:
-        scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numpy")
-    arrays = [cupy.asarray(a) for a in (data, indices, updates)]
-    request = scatterx._validate.normalise(*arrays, 0, "add")
+    arrays, message = bad_index_call(dtype, reduction, rows, axis)
+    request = scatterx._validate.normalise(*(cupy.asarray(a) for a in arrays), axis, reduction)
     with pytest.raises(IndexError) as on_gpu:
         run_strategy(request, force=strategy)
-    assert str(on_gpu.value) == str(on_cpu.value)
+    assert str(on_gpu.value) == message
 
 
 def test_result_is_on_the_device_of_data_and_inputs_untouched() -> None:

@@ -12,6 +12,23 @@ strategies, all giving the contract's bits:
 ``sort``
     otherwise: a stable sort of the flat targets, then one thread per run of equal
     targets applies the run's updates in their original order.
+
+Fast paths, off by default and not yet verified on a GPU (``tools/gpu_check.sh`` does
+that): ``SCATTERX_CUPY_FAST_PATHS=1`` or :func:`set_fast_paths` adds three strategies, whose
+kernels live in ``_kernels_fast.cu`` (``_fast`` has the switch and the rule's bounds):
+
+``warps``
+    before ``columns``, when the axis is innermost in ``indices`` and there are many
+    columns: one warp per column reads 32 steps at once, and lanes that meet at one
+    target apply their updates in lane order;
+``winner``
+    before ``columns``, for ``none`` (any dtype) and float16/float32 max/min: each target's
+    winning update is found by an integer ``atomicMax`` (largest position; or a key of
+    value and position), then only the winner writes: two parallel passes, no sort;
+``rows``
+    instead of ``sort`` when there are many inner positions: if every index row is one
+    target along the inner dims (an embedding's backward), a stable sort of the row keys
+    alone, then one thread per (run of equal rows, inner position); else ``sort``.
 """
 
 from __future__ import annotations
@@ -25,9 +42,12 @@ from typing import Any
 
 import numpy as np
 
-from scatterx import ScatterRequest
+from scatterx.backend import Backend, ScatterRequest, unserved
 
 from ._compile import SERVED
+from ._fast import fast_paths_enabled, set_fast_paths
+
+__all__ = ["CupyBackend", "backend", "fast_paths_enabled", "set_fast_paths"]
 
 _DECLINED = {
     "bfloat16": "bfloat16 has no kernels in the cupy backend (cupy has no bfloat16 arrays)",
@@ -81,12 +101,7 @@ class CupyBackend:
 
     def can_run(self, request: ScatterRequest) -> str | None:
         """None when the kernels serve the dtype and reduction, else why not."""
-        served = SERVED.get(request.dtype_key)
-        if served is None:
-            return _DECLINED.get(request.dtype_key, f"dtype {request.dtype_key} is not served")
-        if request.reduction not in served:
-            return f"reduction {request.reduction!r} is not defined for {request.dtype_key}"
-        return None
+        return unserved(SERVED, request, _DECLINED)
 
     def scatter_elements(self, request: ScatterRequest) -> Any:
         """A new cupy array on the device of ``data``, computed on the current stream."""
@@ -112,4 +127,4 @@ class CupyBackend:
         return np.asarray(array.get())
 
 
-backend = CupyBackend()
+backend: Backend = CupyBackend()

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx import DTYPE_REDUCTIONS
+from scatterx.backend import DTYPE_REDUCTIONS
 
 #: dtype key -> the C++ type the kernels use for it (layout-compatible with cupy's arrays).
 CPP_TYPES: dict[str, str] = {
@@ -42,10 +42,19 @@ ATOMIC_KEYS = frozenset(
 
 SERVED: dict[str, frozenset[str]] = {key: DTYPE_REDUCTIONS[key] for key in CPP_TYPES}
 
+#: The CUDA sources: the kernels of every call, then those of the opt-in fast paths.
+SOURCE = "_kernels.cu"
+FAST_SOURCE = "_kernels_fast.cu"
 
-def source() -> str:
-    """The text of ``_kernels.cu``, shipped inside the package."""
-    return resources.files(__package__).joinpath("_kernels.cu").read_text(encoding="utf-8")
+#: Float dtypes whose max/min run through 64-bit winner keys (value in 32 bits).
+WINNER_KEYS = frozenset({"float16", "float32"})
+
+
+def source(fast: bool = False) -> str:
+    """The text of ``_kernels.cu``, shipped inside the package; ``fast``: then the fast paths'."""
+    files = resources.files(__package__)
+    names = (SOURCE, FAST_SOURCE) if fast else (SOURCE,)
+    return "\n".join(files.joinpath(name).read_text(encoding="utf-8") for name in names)
 
 
 def columns_name(key: str, index: str, reduction: str) -> str:
@@ -68,26 +77,88 @@ def targets_name(index: str, key_type: str) -> str:
     return f"scx_targets<{INDEX_TYPES[index]}, {KEY_TYPES[key_type]}>"
 
 
+def put_last_name(key: str, index: str) -> str:
+    """Name expression of the winners' second pass under ``none`` (fast strategy ``winner``)."""
+    return f"scx_put_last<{CPP_TYPES[key]}, {INDEX_TYPES[index]}>"
+
+
+def win_last_name(index: str) -> str:
+    """Name expression of the winners' first pass under ``none`` (dtype-independent)."""
+    return f"scx_win_last<{INDEX_TYPES[index]}>"
+
+
+def best_names(key: str, index: str, reduction: str) -> tuple[str, str]:
+    """Name expressions of both winner passes of float16/float32 max/min."""
+    args = f"{CPP_TYPES[key]}, {INDEX_TYPES[index]}, {REDUCTION_CODES[reduction]}"
+    return f"scx_win_best<{args}>", f"scx_put_best<{args}>"
+
+
+def warps_name(key: str, index: str, reduction: str) -> str:
+    """Name expression of the warp-per-column kernel (fast strategy ``warps``)."""
+    return f"scx_warps<{CPP_TYPES[key]}, {INDEX_TYPES[index]}, {REDUCTION_CODES[reduction]}>"
+
+
+def row_keys_name(index: str, key_type: str) -> str:
+    """Name expression of the row check and keys of fast strategy ``rows`` (dtype-independent)."""
+    return f"scx_row_keys<{INDEX_TYPES[index]}, {KEY_TYPES[key_type]}>"
+
+
+def row_runs_name(key: str, key_type: str, reduction: str) -> str:
+    """Name expression of the ordered walk of sorted rows (fast strategy ``rows``)."""
+    return f"scx_row_runs<{CPP_TYPES[key]}, {KEY_TYPES[key_type]}, {REDUCTION_CODES[reduction]}>"
+
+
+def uses_winners(key: str, reduction: str) -> bool:
+    """Whether the winner passes serve ``reduction`` on ``key``."""
+    return reduction == "none" or (key in WINNER_KEYS and reduction in ("max", "min"))
+
+
 def uses_atomics(key: str, reduction: str) -> bool:
     """Whether ``reduction`` on ``key`` is order-free, so atomics give the exact answer."""
     return key in ATOMIC_KEYS and reduction != "none"
 
 
-def name_expressions(key: str) -> list[str]:
-    """Every kernel instantiation of one dtype: the contents of its compiled module."""
+def name_expressions(key: str, fast: bool = False) -> list[str]:
+    """Every kernel instantiation of one dtype: the contents of its compiled module.
+
+    ``fast``: those of the fast paths instead, compiled into a module of their own, so that
+    turning them on never changes the default kernels.
+    """
     names = []
     for reduction in SERVED[key]:
-        for index in INDEX_TYPES:
-            names.append(columns_name(key, index, reduction))
-            if uses_atomics(key, reduction):
-                names.append(atomics_name(key, index, reduction))
-        names.extend(runs_name(key, key_type, reduction) for key_type in KEY_TYPES)
+        names.extend(_fast_names(key, reduction) if fast else _names(key, reduction))
     return sorted(names)
 
 
-def target_expressions() -> list[str]:
-    """The dtype-independent kernels, compiled into a module of their own."""
-    return [targets_name(index, key_type) for index in INDEX_TYPES for key_type in KEY_TYPES]
+def _names(key: str, reduction: str) -> list[str]:
+    names = [runs_name(key, key_type, reduction) for key_type in KEY_TYPES]
+    for index in INDEX_TYPES:
+        names.append(columns_name(key, index, reduction))
+        if uses_atomics(key, reduction):
+            names.append(atomics_name(key, index, reduction))
+    return names
+
+
+def _fast_names(key: str, reduction: str) -> list[str]:
+    if uses_atomics(key, reduction):
+        return []
+    names = [row_runs_name(key, key_type, reduction) for key_type in KEY_TYPES]
+    for index in INDEX_TYPES:
+        names.append(warps_name(key, index, reduction))
+        if reduction == "none":
+            names.append(put_last_name(key, index))
+        elif uses_winners(key, reduction):
+            names.extend(best_names(key, index, reduction))
+    return names
+
+
+def target_expressions(fast: bool = False) -> list[str]:
+    """The dtype-independent kernels, compiled into a module of their own (one per ``fast``)."""
+    if not fast:
+        return [targets_name(index, key_type) for index in INDEX_TYPES for key_type in KEY_TYPES]
+    names = [win_last_name(index) for index in INDEX_TYPES]
+    names += [row_keys_name(index, key) for index in INDEX_TYPES for key in KEY_TYPES]
+    return names
 
 
 @lru_cache(maxsize=1)
@@ -110,23 +181,25 @@ def compile_options() -> tuple[str, ...]:
 
 
 _lock = threading.Lock()
-_modules: dict[str, Any] = {}
+_modules: dict[tuple[str, bool], Any] = {}
 
 
-def module(name: str) -> Any:
+def module(name: str, fast: bool = False) -> Any:
     """The ``cupy.RawModule`` of one dtype key (or ``"targets"``), compiled on first use.
 
-    NVRTC runs once per process and dtype; cupy caches the binary on disk as well.
+    NVRTC runs once per process, dtype and ``fast``; cupy caches the binary on disk as well.
+    ``fast``: the module of the fast paths' kernels (see ``name_expressions``).
     """
-    found = _modules.get(name)
+    found = _modules.get((name, fast))
     if found is not None:
         return found
     import cupy
 
     with _lock:
-        found = _modules.get(name)
+        found = _modules.get((name, fast))
         if found is None:
-            names = target_expressions() if name == "targets" else name_expressions(name)
-            found = cupy.RawModule(code=source(), options=compile_options(), name_expressions=names)
-            _modules[name] = found
+            names = target_expressions(fast) if name == "targets" else name_expressions(name, fast)
+            code = source(fast)
+            found = cupy.RawModule(code=code, options=compile_options(), name_expressions=names)
+            _modules[name, fast] = found
     return found

@@ -104,30 +104,19 @@ __device__ inline double scx_nan_of(double a, double b) {
     if (b != b) return __longlong_as_double(__double_as_longlong(b) | 0x0008000000000000ll);
     return __longlong_as_double((long long)SCX_DNAN64);
 }
-__device__ inline float scx_fadd(float a, float b) {
-    float r = __fadd_rn(a, b);
-    return r != r ? scx_nan_of(a, b) : r;
-}
-__device__ inline float scx_fsub(float a, float b) {
-    float r = __fsub_rn(a, b);
-    return r != r ? scx_nan_of(a, b) : r;
-}
-__device__ inline float scx_fmul(float a, float b) {
-    float r = __fmul_rn(a, b);
-    return r != r ? scx_nan_of(a, b) : r;
-}
-__device__ inline double scx_fadd(double a, double b) {
-    double r = __dadd_rn(a, b);
-    return r != r ? scx_nan_of(a, b) : r;
-}
-__device__ inline double scx_fsub(double a, double b) {
-    double r = __dsub_rn(a, b);
-    return r != r ? scx_nan_of(a, b) : r;
-}
-__device__ inline double scx_fmul(double a, double b) {
-    double r = __dmul_rn(a, b);
-    return r != r ? scx_nan_of(a, b) : r;
-}
+// r = op(a, b) rounded as on the CPU; a NaN result becomes the NaN the CPU would make.
+#define SCX_CPU_OP(T, NAME, ROUNDED)          \
+    __device__ inline T NAME(T a, T b) {      \
+        T r = ROUNDED(a, b);                  \
+        return r != r ? scx_nan_of(a, b) : r; \
+    }
+SCX_CPU_OP(float, scx_fadd, __fadd_rn)
+SCX_CPU_OP(float, scx_fsub, __fsub_rn)
+SCX_CPU_OP(float, scx_fmul, __fmul_rn)
+SCX_CPU_OP(double, scx_fadd, __dadd_rn)
+SCX_CPU_OP(double, scx_fsub, __dsub_rn)
+SCX_CPU_OP(double, scx_fmul, __dmul_rn)
+#undef SCX_CPU_OP
 
 // ---- the reductions, one overload set per dtype family ----
 

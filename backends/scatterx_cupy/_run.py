@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from scatterx import ScatterRequest, out_of_bounds_error
+from scatterx.backend import ScatterRequest, out_of_bounds_error
 
-from . import _compile
+from . import _compile, _fast
 from ._layout import Layout, layout
 
 _BLOCK = 256
@@ -22,7 +22,7 @@ THREADS_PER_SM = 2048
 #: sorting is then cheaper (tools/gpu_check.sh measures both ways).
 COLUMNS_MIN = 8192
 
-STRATEGIES = ("columns", "sort", "atomics")
+STRATEGIES = ("columns", "sort", "atomics", *_fast.FAST_STRATEGIES)
 
 
 @lru_cache(maxsize=16)
@@ -45,12 +45,25 @@ def _geometry(geom: tuple[int, ...], device_id: int) -> Any:
     return array
 
 
-def strategy(lay: Layout, key: str, reduction: str) -> str:
-    """The kernel strategy for a call; see the package docstring for the rule."""
+def strategy(
+    lay: Layout, key: str, reduction: str, data_size: int | None = None, fast: bool | None = None
+) -> str:
+    """The kernel strategy for a call; see the package docstring for the rule.
+
+    ``fast``: whether the fast paths may be chosen (None: as ``_fast.fast_paths_enabled``
+    says); ``data_size`` (elements of ``data``) bounds their winner arrays.
+    """
     if _compile.uses_atomics(key, reduction):
         return "atomics"
+    if fast is None:
+        fast = _fast.fast_paths_enabled()
+    early = _fast.before_columns(lay, key, reduction, data_size) if fast else None
+    if early is not None:
+        return early
     if lay.n_cols >= COLUMNS_MIN or lay.axis_len <= SHORT_AXIS:
         return "columns"
+    if fast and _fast.rows_fit(lay):
+        return "rows"
     return "sort"
 
 
@@ -66,9 +79,14 @@ def scatter_elements(request: ScatterRequest, force: str | None = None) -> Any:
         if request.n_updates == 0:
             return out
         lay = layout(request.shape, request.index_shape, request.axis)
-        chosen = force or strategy(lay, request.dtype_key, request.reduction)
-        if chosen == "atomics" and not _compile.uses_atomics(request.dtype_key, request.reduction):
-            msg = f"atomics would change the bits of {request.dtype_key} {request.reduction}"
+        key, reduction = request.dtype_key, request.reduction
+        chosen = force or strategy(lay, key, reduction, out.size)
+        if chosen == "atomics" and not _compile.uses_atomics(key, reduction):
+            msg = f"atomics would change the bits of {key} {reduction}"
+            raise ValueError(msg)
+        refusal = _fast.refusal(chosen, lay, key, reduction)
+        if refusal is not None:
+            msg = f"strategy {chosen!r} cannot run {key} {reduction}: {refusal}"
             raise ValueError(msg)
         _launch(chosen, out, request, lay)
         return out
@@ -89,7 +107,8 @@ def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> None
     updates = cupy.ascontiguousarray(request.updates)
     if updates.dtype.kind == "b":
         updates = _canonical_bool(updates)
-    err = cupy.full(1, _NO_ERROR, dtype=cupy.uint64)
+    # err[0]: the first bad position (all ones: none); err[1] (rows): zero when rows are mixed.
+    err = cupy.full(2 if chosen == "rows" else 1, _NO_ERROR, dtype=cupy.uint64)
     geom = _geometry(lay.geometry(), device_id)
     shape = (
         np.int64(lay.n_cols),
@@ -112,30 +131,52 @@ def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> None
         _raise_bad_index(err, indices, request)
     elif chosen == "sort":
         _sort_and_reduce(out, indices, updates, request, lay, (geom, shape, err))
+    elif chosen == "warps":
+        kernel = _compile.module(key, fast=True).get_function(
+            _compile.warps_name(key, index, reduction)
+        )
+        per_warp = (out, indices, updates, geom, shape[0], *shape[2:], err)
+        kernel(_blocks(lay.n_cols * 32), (_BLOCK,), per_warp)
+        _raise_bad_index(err, indices, request)
+    elif chosen == "winner":
+        _winners(out, indices, updates, request, (geom, shape, err))
+        _raise_bad_index(err, indices, request)
+    elif chosen == "rows":
+        _rows(out, indices, updates, request, lay, (geom, shape, err))
     else:
         msg = f"strategy must be one of {STRATEGIES}; got {chosen!r}"
         raise ValueError(msg)
 
 
 def _sort_and_reduce(
-    out: Any, indices: Any, updates: Any, request: ScatterRequest, lay: Layout, extra: Any
+    out: Any,
+    indices: Any,
+    updates: Any,
+    request: ScatterRequest,
+    lay: Layout,
+    extra: Any,
+    keys: Any = None,
 ) -> None:
-    """Strategy (b): flat targets, a stable sort, then one thread per run of equal targets."""
+    """Strategy (b): flat targets, a stable sort, then one thread per run of equal targets.
+
+    ``keys``: the flat targets when the caller has them already (the rows check).
+    """
     import cupy
 
     geom, shape, err = extra
-    key_type = "int32" if out.size < 2**31 else "int64"
+    key_type = _key_type(out)
     n = request.n_updates
-    keys = cupy.empty(n, dtype=key_type)
-    strands = _strands(lay, out.device.id)
-    targets = _compile.module("targets").get_function(
-        _compile.targets_name(str(indices.dtype), key_type)
-    )
-    targets(
-        _blocks(lay.n_cols * strands),
-        (_BLOCK,),
-        (keys, indices, geom, *shape, np.int64(strands), err),
-    )
+    if keys is None:
+        keys = cupy.empty(n, dtype=key_type)
+        strands = _strands(lay, out.device.id)
+        targets = _compile.module("targets").get_function(
+            _compile.targets_name(str(indices.dtype), key_type)
+        )
+        targets(
+            _blocks(lay.n_cols * strands),
+            (_BLOCK,),
+            (keys, indices, geom, *shape, np.int64(strands), err),
+        )
     # A bad index leaves target 0 as a placeholder: the result is then wrong but never
     # returned, and the one host sync stays at the end.
     order = stable_argsort(keys)
@@ -144,6 +185,73 @@ def _sort_and_reduce(
     runs = _compile.module(key).get_function(_compile.runs_name(key, key_type, reduction))
     runs(_blocks(n), (_BLOCK,), (out, sorted_keys, order, updates, np.int64(n)))
     _raise_bad_index(err, indices, request)
+
+
+def _key_type(out: Any) -> str:
+    """The type of flat targets (and row keys): int32 while they fit."""
+    return "int32" if out.size < 2**31 else "int64"
+
+
+def _winners(out: Any, indices: Any, updates: Any, request: ScatterRequest, extra: Any) -> None:
+    """Fast strategy ``winner``: each target's winner by integer atomicMax, then it writes.
+
+    The winner of ``none`` is the largest position; of max/min, the largest key of value and
+    position (``scx_win_key``).
+    """
+    import cupy
+
+    geom, shape, err = extra
+    n = request.n_updates
+    key, reduction, index = request.dtype_key, request.reduction, str(indices.dtype)
+    flat = (geom, np.int64(n), *shape[1:])
+    module = _compile.module(key, fast=True)
+    if reduction == "none":
+        win = cupy.zeros(out.size, dtype=cupy.uint32)
+        first = _compile.module("targets", fast=True).get_function(_compile.win_last_name(index))
+        second = module.get_function(_compile.put_last_name(key, index))
+        first(_blocks(n), (_BLOCK,), (win, indices, *flat, err))
+        second(_blocks(n), (_BLOCK,), (out, win, indices, updates, *flat))
+    else:
+        win = cupy.zeros(out.size, dtype=cupy.uint64)
+        names = _compile.best_names(key, index, reduction)
+        first, second = (module.get_function(name) for name in names)
+        first(_blocks(n), (_BLOCK,), (win, indices, updates, *flat, err))
+        second(_blocks(n), (_BLOCK,), (out, win, indices, updates, *flat))
+
+
+def _rows(
+    out: Any, indices: Any, updates: Any, request: ScatterRequest, lay: Layout, extra: Any
+) -> None:
+    """Fast strategy ``rows``: sort whole index rows when each row is one target, else ``sort``.
+
+    An index row is constant along the inner dims in an embedding's backward: its row key
+    alone is then sorted, and one thread per (run of equal rows, inner position) walks it.
+    """
+    import cupy
+
+    geom, shape, err = extra
+    key_type = _key_type(out)
+    n = request.n_updates
+    key, reduction, index = request.dtype_key, request.reduction, str(indices.dtype)
+    keys = cupy.empty(n, dtype=key_type)
+    rows = cupy.empty(lay.n_outer * lay.axis_len, dtype=key_type)
+    check = _compile.module("targets", fast=True).get_function(
+        _compile.row_keys_name(index, key_type)
+    )
+    flat = (geom, np.int64(n), *shape[1:])
+    check(_blocks(n), (_BLOCK,), (keys, rows, err[1:], indices, *flat, err))
+    bad, constant = (int(v) for v in err.get())  # a second host sync, to pick the path
+    if bad != int(_NO_ERROR):
+        _raise_bad_index(err, indices, request)
+    if not constant:
+        _sort_and_reduce(out, indices, updates, request, lay, extra, keys)
+        return
+    order = stable_argsort(rows)
+    walk = _compile.module(key, fast=True).get_function(
+        _compile.row_runs_name(key, key_type, reduction)
+    )
+    args = (out, rows[order], order, updates, geom, np.int64(rows.size), *shape[1:2])
+    walk(_blocks(n), (_BLOCK,), (*args, *shape[3:]))
 
 
 def stable_argsort(keys: Any) -> Any:
