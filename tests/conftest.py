@@ -1,22 +1,69 @@
-"""Shared fixtures: a registry that each test may change and that is restored after it."""
+"""The end of a run: skips counted by reason instead of listed one per line.
+
+The fixtures that doctests need too (``clean_selection``) live in the root conftest.py.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections import Counter, defaultdict
+from collections.abc import Generator, Iterable
 
 import pytest
 
 import scatterx
-from scatterx import _registry, _select
+
+# A dtype and a reduction named together are one case among many: "numba declines
+# StringDType add" and "numba declines bytes_ max" are the same reason.
+_CASE = re.compile(
+    rf"\b(?:{'|'.join(map(re.escape, scatterx.DTYPE_KEYS))})"
+    rf" (?:{'|'.join(map(re.escape, scatterx.REDUCTIONS))})\b"
+)
 
 
-@pytest.fixture
-def clean_selection(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No env var, no process default, and the registry as installed, before and after."""
-    monkeypatch.delenv(_select.ENV_VAR, raising=False)
-    scatterx.set_backend(None)
-    saved = _registry._backends
+def skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    """The text given to ``pytest.skip`` (or to a skip mark) for this skip."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def normalised(reason: str) -> str:
+    """``reason`` with what varies from case to case replaced by placeholders."""
+    return _CASE.sub("<dtype> <reduction>", reason)
+
+
+def skips_by_reason(
+    reports: Iterable[pytest.TestReport | pytest.CollectReport],
+) -> list[tuple[int, str, list[str]]]:
+    """(count, normalised reason, test files) for every reason, most frequent first."""
+    counts: Counter[str] = Counter()
+    files: defaultdict[str, dict[str, None]] = defaultdict(dict)
+    for report in reports:
+        reason = normalised(skip_reason(report))
+        counts[reason] += 1
+        files[reason][report.nodeid.partition("::")[0]] = None
+    return [(count, reason, list(files[reason])) for reason, count in counts.most_common()]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter,
+) -> Generator[None, None, None]:
+    """After pytest's short summary: one line per skip reason, with its count.
+
+    Skipped only when the report lists skips itself (``-rs``, ``-ra``) or lists nothing
+    (``-rN``, ``--no-summary``). With ``--require-backend NAME`` the skips of NAME are
+    failures, listed with the others.
+    """
     yield
-    scatterx.set_backend(None)
-    _registry._backends = saved
-    _select.clear_cache()
+    reportchars = terminalreporter.reportchars.replace("w", "")
+    skipped = terminalreporter.stats.get("skipped", [])
+    quiet = not reportchars or terminalreporter.config.option.no_summary
+    if not skipped or quiet or "s" in reportchars:
+        return
+    terminalreporter.write_sep("=", f"{len(skipped)} skipped, by reason (-rs lists each)")
+    width = len(str(len(skipped)))
+    for count, reason, where in skips_by_reason(skipped):
+        shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+        terminalreporter.write_line(f"{count:>{width}} {reason}  [{shown}]")

@@ -63,6 +63,7 @@ def test_result_is_a_new_array_even_when_nothing_is_scattered() -> None:
     assert_bitwise_equal(out, data)
 
 
+@pytest.mark.slow  # the result is a new (3, 2**30) uint8 array: 3 GiB
 def test_int32_indices_reach_beyond_two_to_the_31_elements() -> None:
     # Row 2 of a (3, 2**30) array starts at flat position 2**31, past int32.
     data = np.broadcast_to(np.zeros(1, np.uint8), (3, 2**30))

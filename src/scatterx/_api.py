@@ -87,6 +87,22 @@ def explain(
 
     Validates the call as :func:`scatter_elements` does, but computes nothing.
 
+    Parameters
+    ----------
+    data, indices, updates : array
+        As for :func:`scatter_elements`.
+    axis : int, optional
+        As for :func:`scatter_elements`.
+    reduction : {"none", "add", "mul", "max", "min"}, optional
+        As for :func:`scatter_elements`.
+    backend : str or sequence of str, optional
+        As for :func:`scatter_elements`.
+
+    Returns
+    -------
+    Decision
+        The backend that would run (or None) and each other backend's reason.
+
     Examples
     --------
     >>> import numpy as np, scatterx

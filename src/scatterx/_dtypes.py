@@ -48,6 +48,16 @@ def dtype_key(dtype: Any) -> str | None:
     """Return the contract's name for ``dtype``, or None when the contract has no such dtype.
 
     Byte order is ignored: ``>f4`` and ``<f4`` are both ``float32``.
+
+    Parameters
+    ----------
+    dtype : numpy.dtype or object
+        A dtype, or anything :class:`numpy.dtype` accepts.
+
+    Returns
+    -------
+    str or None
+        A key of ``DTYPE_REDUCTIONS``, or None.
     """
     dt = np.dtype(dtype)
     if dt.kind in "biuf" or dt.kind == "c":

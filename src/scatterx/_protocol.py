@@ -45,7 +45,7 @@ class Backend(Protocol):
 
     @property
     def capabilities(self) -> Mapping[str, frozenset[str]]:
-        """dtype key -> the reductions computed."""
+        """The reductions computed, by dtype key."""
         ...
 
     @property
@@ -58,11 +58,33 @@ class Backend(Protocol):
         ...
 
     def can_run(self, request: ScatterRequest) -> str | None:
-        """Return None when this backend can compute ``request``, else why not."""
+        """Return None when this backend can compute ``request``, else why not.
+
+        Parameters
+        ----------
+        request : ScatterRequest
+            The validated call; look at its metadata only, never at values.
+
+        Returns
+        -------
+        str or None
+            Why not, or None.
+        """
         ...
 
     def scatter_elements(self, request: ScatterRequest) -> Any:
-        """Compute the result of ``request`` as a new array."""
+        """Compute the result of ``request`` as a new array.
+
+        Parameters
+        ----------
+        request : ScatterRequest
+            The validated call.
+
+        Returns
+        -------
+        array
+            A new array of the library and device of ``request.data``.
+        """
         ...
 
 
@@ -75,7 +97,18 @@ class SkipsAutomatic(Protocol):
     """
 
     def skip_automatic(self, request: ScatterRequest) -> str | None:
-        """Return why automatic choice should pass ``request`` over, or None."""
+        """Return why automatic choice should pass ``request`` over, or None.
+
+        Parameters
+        ----------
+        request : ScatterRequest
+            The validated call; look at its metadata only, never at values.
+
+        Returns
+        -------
+        str or None
+            The reason to pass it over, or None.
+        """
         ...
 
 
@@ -84,9 +117,36 @@ class ConvertsArrays(Protocol):
     """A backend that can move test data to and from its array type (the conformance suite)."""
 
     def from_numpy(self, array: np.ndarray[Any, Any]) -> Any:
-        """``array`` as the backend's array type (raise TypeError for what it cannot hold)."""
+        """Return ``array`` as the backend's array type.
+
+        Parameters
+        ----------
+        array : numpy.ndarray
+            Test data.
+
+        Returns
+        -------
+        array
+            The same values in the backend's array type.
+
+        Raises
+        ------
+        TypeError
+            For what the backend's arrays cannot hold.
+        """
         ...
 
     def to_numpy(self, array: Any) -> np.ndarray[Any, Any]:
-        """One of the backend's arrays as a NumPy array."""
+        """Return one of the backend's arrays as a NumPy array.
+
+        Parameters
+        ----------
+        array : array
+            An array of the backend's type.
+
+        Returns
+        -------
+        numpy.ndarray
+            The same values.
+        """
         ...

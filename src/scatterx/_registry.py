@@ -198,6 +198,18 @@ def scoped_registry(*extra: Backend, entry_points: EntryPoints | None = None) ->
     """A registry of the installed backends (or of ``entry_points``) and ``extra``, for a while.
 
     On exit the registry before it comes back, with everything it remembered.
+
+    Parameters
+    ----------
+    *extra : Backend
+        Backends to register too (they replace installed ones of the same name).
+    entry_points : callable, optional
+        Returns the entry points to load instead of the installed ``scatterx.backends``.
+
+    Yields
+    ------
+    Registry
+        The registry in force inside the block.
     """
     before = current()
     found = entry_points or _installed
@@ -259,7 +271,7 @@ class BackendRecord:
 
     @property
     def dtypes(self) -> tuple[str, ...]:
-        """dtype keys served, for at least one reduction."""
+        """The dtype keys served, for at least one reduction."""
         return tuple(k for k, v in self.capabilities.items() if v)
 
     @property

@@ -49,6 +49,16 @@ def use_backend(backend: str | Sequence[str]) -> Iterator[None]:
     Nestable; the innermost wins. It is per thread and per asyncio task (a ContextVar),
     and ``backend=`` on a call still wins over it.
 
+    Parameters
+    ----------
+    backend : str or sequence of str
+        A registered backend's name, or names tried in order.
+
+    Yields
+    ------
+    None
+        Inside the block, calls choose among ``backend``.
+
     Examples
     --------
     >>> import numpy as np, scatterx
@@ -64,7 +74,14 @@ def use_backend(backend: str | Sequence[str]) -> Iterator[None]:
 
 
 def set_backend(backend: str | Sequence[str] | None) -> None:
-    """Set the process-wide backend choice, seen by every thread; None restores automatic."""
+    """Set the process-wide backend choice, seen by every thread.
+
+    Parameters
+    ----------
+    backend : str or sequence of str or None
+        A registered backend's name, or names tried in order; None restores automatic
+        choice.
+    """
     global _process_default
     names = None if backend is None else _names(backend, "set_backend")
     with _process_lock:
@@ -168,6 +185,18 @@ class Decision:
     """Which backend a call would run on, and why each other backend would not.
 
     ``str()`` reads one line per backend.
+
+    Attributes
+    ----------
+    backend : str or None
+        The backend that runs the call, or None when none can.
+    source : str
+        Where the choice came from: ``"backend="``, ``"use_backend"``, ``"set_backend"``,
+        ``"SCATTERX_BACKEND"`` or ``"automatic priority"``.
+    call : str
+        The call, described.
+    reasons : dict of str to str or None
+        Each registered backend's reason not to run the call (None for the one that runs).
     """
 
     backend: str | None
@@ -179,7 +208,24 @@ class Decision:
     def of(
         cls, request: ScatterRequest, chosen: Backend | None, source: str, names: Names | None
     ) -> Decision:
-        """Explain a decision of :func:`_decide`: each other backend's reason."""
+        """Explain a decision of :func:`_decide`: each other backend's reason.
+
+        Parameters
+        ----------
+        request : ScatterRequest
+            The call.
+        chosen : Backend or None
+            The backend decided on.
+        source : str
+            Where the choice came from.
+        names : tuple of str or None
+            The names the choice was made among; None for automatic priority.
+
+        Returns
+        -------
+        Decision
+            The decision, with every backend's reason.
+        """
         name = None if chosen is None else chosen.name
         return cls(name, source, _describe(request), _reasons(request, name, source, names))
 

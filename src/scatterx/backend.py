@@ -63,7 +63,8 @@ def unserved(
     request : ScatterRequest
         The call.
     declined : Mapping of str to str, optional
-        dtype key -> why the backend does not serve it (default: "does not serve dtype").
+        Why the backend does not serve a dtype, by dtype key (default: "dtype ... is
+        not served").
 
     Returns
     -------
@@ -96,9 +97,31 @@ class NumpyArrays:
     array_types: tuple[str, ...] = ("numpy:ndarray",)
 
     def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """``array`` itself: the backend's arrays are NumPy's."""
+        """Return ``array`` itself: the backend's arrays are NumPy's.
+
+        Parameters
+        ----------
+        array : numpy.ndarray
+            Test data.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``array``.
+        """
         return array
 
     def to_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """``array`` as a plain ndarray."""
+        """Return ``array`` as a plain ndarray.
+
+        Parameters
+        ----------
+        array : numpy.ndarray
+            One of the backend's arrays.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``array``, as a base-class ndarray.
+        """
         return np.asarray(array)

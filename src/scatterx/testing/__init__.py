@@ -32,7 +32,13 @@ __all__ = [
 
 
 def all_cases() -> list[Case]:
-    """Every conformance case, in a fixed order."""
+    """Every conformance case, in a fixed order.
+
+    Returns
+    -------
+    list of Case
+        The spec's examples, ONNX's node tests, and every generated family.
+    """
     return [
         *spec_cases(),
         *onnx_node_cases(),

@@ -18,6 +18,21 @@ class Case:
     :func:`~scatterx.testing.reference_scatter_elements` bit for bit (``expected``, when
     given, is the value printed in the ONNX text, compared to the oracle with a tolerance),
     or it raises ``error`` with a message matching the regular expression ``match``.
+
+    Attributes
+    ----------
+    name, family : str
+        The case's unique name, and the family of cases it belongs to.
+    data, indices, updates, axis, reduction
+        The arguments of the call.
+    expected : numpy.ndarray or None
+        The result printed in the ONNX text, when there is one.
+    error : type or None
+        The exception the call must raise, if any.
+    match : str or None
+        A regular expression the exception's message must match.
+    tags : frozenset of str
+        Free labels of the case.
     """
 
     name: str
@@ -41,7 +56,13 @@ class Case:
         return None if dtype is None else dtype_key(dtype)
 
     def kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of the call."""
+        """Keyword arguments of the call.
+
+        Returns
+        -------
+        dict
+            ``axis`` and ``reduction``.
+        """
         return {"axis": self.axis, "reduction": self.reduction}
 
 

@@ -38,6 +38,18 @@ def first_difference(actual: Array, expected: Array, any_nan: bool | Array = Fal
     of the result's shape is True: the payload of a NaN that arithmetic makes from two NaN
     operands is the hardware's choice (x86 keeps the first operand's, CUDA returns a
     canonical NaN). :func:`scatterx.testing.reference_with_free_nans` says where that is.
+
+    Parameters
+    ----------
+    actual, expected : numpy.ndarray
+        The arrays to compare.
+    any_nan : bool or numpy.ndarray, optional
+        Where any NaN equals any other NaN.
+
+    Returns
+    -------
+    str or None
+        The dtype or shape that differs, or how many elements differ and the first of them.
     """
     if actual.dtype != expected.dtype:
         return f"dtype {actual.dtype} differs from the expected {expected.dtype}"
@@ -75,6 +87,13 @@ def _show(value: Any) -> str:
 
 def assert_bitwise_equal(actual: Array, expected: Array, any_nan: bool | Array = False) -> None:
     """Raise AssertionError unless the two arrays have equal dtype, shape and bits.
+
+    Parameters
+    ----------
+    actual, expected : array_like
+        The arrays to compare.
+    any_nan : bool or numpy.ndarray, optional
+        Where any NaN equals any other NaN, as in :func:`first_difference`.
 
     Examples
     --------

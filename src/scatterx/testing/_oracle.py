@@ -36,10 +36,24 @@ def _combine(reduction: str, old: Any, new: Any, kind: str) -> Any:
 def reference_scatter_elements(
     data: Any, indices: Any, updates: Any, axis: int = 0, reduction: str = "none"
 ) -> np.ndarray[Any, Any]:
-    """ScatterElements by the contract's plain loop over ``indices`` in C order.
+    """Compute ScatterElements by the contract's plain loop over ``indices`` in C order.
 
     Deliberately slow and simple, sharing no code with any backend. It assumes a valid
     call (no argument checks) but raises IndexError for an index out of bounds.
+
+    Parameters
+    ----------
+    data, indices, updates : array_like
+        The arrays of the call, as :func:`scatterx.scatter_elements` takes them.
+    axis : int, optional
+        The axis to scatter along; a negative axis counts from the end.
+    reduction : {"none", "add", "mul", "max", "min"}, optional
+        How an update combines with the value it lands on.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array: ``data`` with every update applied.
 
     Examples
     --------

@@ -21,7 +21,17 @@ _oracle_results: dict[str, tuple[Any, Any]] = {}
 
 @dataclass(frozen=True)
 class Outcome:
-    """``status`` is "passed", "failed" or "skipped"; ``detail`` says why."""
+    """What one conformance case gave on one backend.
+
+    Attributes
+    ----------
+    status : str
+        ``"passed"``, ``"failed"`` or ``"skipped"``.
+    detail : str
+        Why it failed or was skipped.
+    unavailable : bool
+        Whether it was skipped because the backend is unavailable.
+    """
 
     status: str
     detail: str = ""
@@ -100,6 +110,18 @@ def run_case(backend_name: str, case: Case) -> Outcome:
 
     Also checks that no input was modified and that the result is a new array of the
     backend's own type.
+
+    Parameters
+    ----------
+    backend_name : str
+        A registered backend.
+    case : Case
+        The case.
+
+    Returns
+    -------
+    Outcome
+        Passed, failed or skipped, with why.
     """
     backend = registered()[backend_name]
     reason = backend.available()
