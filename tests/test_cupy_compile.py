@@ -43,19 +43,28 @@ def _nvcc(*args: str) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
 
 
-@needs_nvcc
-def test_every_kernel_compiles_for_sm80_and_sm90(tmp_path: Path) -> None:
+def _compile_every_kernel(tmp_path: Path, *targets: str) -> None:
     unit = tmp_path / "every_kernel.cu"
     unit.write_text(_instantiations())
     options = [opt for opt in _compile.compile_options() if opt != "--ftz=false"]
-    _nvcc(
-        *options,
+    _nvcc(*options, *targets, str(unit), "-o", str(tmp_path / "every_kernel.out"))
+
+
+@needs_nvcc
+def test_every_kernel_compiles_to_ptx(tmp_path: Path) -> None:
+    # The C++ of every instantiation, as NVRTC sees it; the machine code is the slow test's.
+    _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx")
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_every_kernel_compiles_for_sm80_and_sm90(tmp_path: Path) -> None:
+    # ptxas too: register allocation and the machine code of both architectures.
+    _compile_every_kernel(
+        tmp_path,
         "-gencode=arch=compute_80,code=sm_80",
         "-gencode=arch=compute_90,code=sm_90",
         "-c",
-        str(unit),
-        "-o",
-        str(tmp_path / "every_kernel.o"),
     )
 
 
