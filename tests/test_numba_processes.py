@@ -43,9 +43,33 @@ import numpy as np, scatterx
 out = scatterx.scatter_elements(np.zeros((4, 5), np.float32), np.array([[1, 2, 0, 3, 1]]),
                                 np.ones((1, 5), np.float32), reduction="add", backend="numba")
 elapsed = time.perf_counter() - start
-from scatterx_numba import _kernels
-print(json.dumps({"seconds": elapsed, "hits": sum(_kernels.add.stats.cache_hits.values()),
+from scatterx_numba import _plan, _runtime
+stats = _runtime.kernel(_plan.Strategy.COLUMNS, "plain", "add").stats
+print(json.dumps({"seconds": elapsed, "hits": sum(stats.cache_hits.values()),
                   "sum": float(out.sum())}))
+"""
+
+# Reductions that compile to kernels of one type, in the order given: each must find its
+# own code in the disk cache (the cache keys kernels by reduction name), never another's.
+# Any numba warning fails the script: a kernel numba cannot cache only warns.
+REDUCTIONS_SCRIPT = """
+import json, sys, warnings, numba, numpy as np, scatterx
+warnings.simplefilter("error", numba.NumbaWarning)
+from scatterx.testing import reference_scatter_elements
+from scatterx_numba import _runtime
+rng = np.random.default_rng(0)
+data = rng.standard_normal((6, 5)).astype(np.float32)
+indices = rng.integers(0, 6, (9, 5))
+updates = rng.standard_normal((9, 5)).astype(np.float32)
+same = []
+for reduction in sys.argv[1:]:
+    got = scatterx.scatter_elements(data, indices, updates, reduction=reduction, backend="numba")
+    want = reference_scatter_elements(data, indices, updates, reduction=reduction)
+    same.append(got.tobytes() == want.tobytes())
+kernels = list(_runtime._found.values())
+print(json.dumps({"same": same,
+                  "hits": sum(sum(k.stats.cache_hits.values()) for k in kernels),
+                  "misses": sum(sum(k.stats.cache_misses.values()) for k in kernels)}))
 """
 
 
@@ -67,6 +91,16 @@ def test_second_process_loads_kernels_from_disk(tmp_path: Path) -> None:
     assert any(tmp_path.rglob("*.nbi"))
     # Times are reported, not asserted (see the closing note of issue 3).
     print(f"first call: cold {runs[0]['seconds']:.2f} s, warm cache {runs[1]['seconds']:.2f} s")
+
+
+def test_each_reduction_loads_its_own_kernel_from_disk(tmp_path: Path) -> None:
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    cold = json.loads(run_python(REDUCTIONS_SCRIPT, "add", "mul", "max", env=env))
+    files = sorted(tmp_path.rglob("*.nbc"))
+    warm = json.loads(run_python(REDUCTIONS_SCRIPT, "max", "mul", "add", env=env))
+    assert cold == {"same": [True, True, True], "hits": 0, "misses": 3}
+    assert warm == {"same": [True, True, True], "hits": 3, "misses": 0}
+    assert sorted(tmp_path.rglob("*.nbc")) == files  # nothing compiled again
 
 
 def test_read_only_package_falls_back_to_a_writable_cache(

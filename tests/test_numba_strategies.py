@@ -15,6 +15,7 @@ from scatterx.testing import (
     reference_with_free_nans,
 )
 from scatterx_numba import _plan, _runtime, backend
+from scatterx_numba._plan import Plan, Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -35,13 +36,13 @@ REGROUPABLE = [
 
 @pytest.fixture
 def kernels_used(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The kernel modules the calls of a test launched, with two numba threads."""
+    """The strategies whose kernels the calls of a test launched, with two numba threads."""
     used: list[str] = []
     choose = _runtime.kernel
 
-    def spy(module_name: str, family: str, reduction: str) -> Any:
-        used.append(module_name)
-        return choose(module_name, family, reduction)
+    def spy(strategy: int, family: str, reduction: str) -> Any:
+        used.append(Strategy(strategy).name.lower())
+        return choose(strategy, family, reduction)
 
     monkeypatch.setattr(_runtime, "kernel", spy)
     before = numba.get_num_threads()
@@ -82,7 +83,7 @@ def test_rows_strategy_matches_oracle(kernels_used: list[str], dtype: str, reduc
     indices = np.repeat(rng.integers(-40, 40, size=(300, 1)), 64, axis=1)
     data = _values(dtype, (40, 64), rng)
     _check(data, indices, _values(dtype, indices.shape, rng), reduction)
-    assert kernels_used == ["_row_kernels"]
+    assert kernels_used == ["rows"]
 
 
 @pytest.mark.parametrize(("dtype", "reduction"), REGROUPABLE)
@@ -94,7 +95,7 @@ def test_segments_strategy_matches_oracle(
     indices = rng.integers(-37, 37, size=(3000, *shape[1:]))
     data = _values(dtype, shape, rng)
     _check(data, indices, _values(dtype, indices.shape, rng), reduction)
-    assert kernels_used == ["_segment_kernels"]
+    assert kernels_used == ["segments"]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "complex64"])
@@ -105,19 +106,19 @@ def test_float_arithmetic_never_takes_segments(
     rng = np.random.default_rng(3)
     indices = rng.integers(0, 37, size=3000)
     _check(_values(dtype, (37,), rng), indices, _values(dtype, (3000,), rng), reduction)
-    assert kernels_used == ["_kernels"]
+    assert kernels_used == ["columns"]
 
 
 def test_plan_picks_the_two_pass_strategies() -> None:
     histogram = ((65536,), (4194304,), 0, 4, 2)
-    assert _plan.plan(*histogram, regroupable=True) == _plan.Plan("segments", 2, 1)
-    assert _plan.plan(*histogram, regroupable=False).strategy == "columns"
+    assert _plan.plan(*histogram, regroupable=True) == Plan(Strategy.SEGMENTS, 2, 1)
+    assert _plan.plan(*histogram, regroupable=False).strategy == Strategy.COLUMNS
     embedding = ((30000, 256), (16384, 256), 0, 4, 2)
-    assert _plan.plan(*embedding, constant_rows=True) == _plan.Plan("rows", 2, 256)
-    assert _plan.plan(*embedding, constant_rows=False).strategy == "columns"
+    assert _plan.plan(*embedding, constant_rows=True) == Plan(Strategy.ROWS, 2, 256)
+    assert _plan.plan(*embedding, constant_rows=False).strategy == Strategy.COLUMNS
     # One thread, or rows too short to pay for every task scanning every row: columns.
     assert _plan.plan((30000, 256), (16384, 256), 0, 4, 1, constant_rows=True).band == 256
-    assert _plan.plan((300, 4), (1000, 4), 0, 4, 2, constant_rows=True).strategy == "columns"
+    assert _plan.plan((300, 4), (1000, 4), 0, 4, 2, constant_rows=True).strategy == Strategy.COLUMNS
 
 
 @pytest.mark.parametrize("strategy", ["rows", "segments", "last"])
@@ -137,9 +138,9 @@ def test_first_bad_index_and_no_partial_result(kernels_used: list[str], strategy
     updates = np.ones(indices.shape, dtype=np.float32)
     with pytest.raises(IndexError) as info:
         scatterx.scatter_elements(data, indices, updates, reduction=reduction, backend="numba")
-    assert str(info.value) == str(scatterx.out_of_bounds_error(first, position, 0, 40))
+    assert str(info.value) == str(scatterx.backend.out_of_bounds_error(first, position, 0, 40))
     assert not data.any()
-    assert kernels_used[0] == ("_row_kernels" if strategy == "rows" else "_segment_kernels")
+    assert kernels_used[0] == ("rows" if strategy == "rows" else "segments")
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -163,4 +164,4 @@ def test_columns_with_the_copy_in_the_tasks(
     )
     want = reference_scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
     assert_bitwise_equal(got, want)
-    assert kernels_used == ["_kernels"]
+    assert kernels_used == ["columns"]

@@ -12,14 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from scatterx import DTYPE_REDUCTIONS, ScatterRequest
+from scatterx.backend import DTYPE_REDUCTIONS, Backend, NumpyArrays, ScatterRequest, unserved
 
 from . import _runtime
 
-#: Calls with fewer updates than this go to numpy in automatic choice. Measured on 2
-#: cores (float32, 1-D and 2-D, none and add): numba costs about 15 us a call whatever
-#: the size; numpy is faster up to 4096 updates (numba/numpy 0.67-0.82x there) and
-#: slower from 16384 (1.1-1.75x), so the line is drawn between them.
+#: Calls with fewer updates than this go to numpy in automatic choice: a parallel launch
+#: has a fixed cost that small calls do not repay (the crossover measurement is in
+#: docs/backends/numba.md).
 SMALL_CALL_UPDATES = 8192
 
 _NUMERIC = (
@@ -34,11 +33,10 @@ _NUMERIC = (
 )
 
 
-class NumbaBackend:
+class NumbaBackend(NumpyArrays):
     """Parallel CPU kernels compiled with numba; every numeric dtype and reduction."""
 
     name = "numba"
-    array_types: tuple[str, ...] = ("numpy:ndarray",)
     priority = 10
     capabilities: Mapping[str, frozenset[str]] = {k: DTYPE_REDUCTIONS[k] for k in _NUMERIC}
 
@@ -63,12 +61,7 @@ class NumbaBackend:
         return self._unavailable[0] or _runtime.fork_problem()
 
     def can_run(self, request: ScatterRequest) -> str | None:
-        served = self.capabilities.get(request.dtype_key)
-        if served is None:
-            return f"numba kernels do not serve dtype {request.dtype_key}"
-        if request.reduction not in served:
-            return f"reduction {request.reduction!r} is not defined for {request.dtype_key}"
-        return None
+        return unserved(self.capabilities, request)
 
     def skip_automatic(self, request: ScatterRequest) -> str | None:
         if request.n_updates < SMALL_CALL_UPDATES:
@@ -83,11 +76,5 @@ class NumbaBackend:
 
         return scatter_elements(request)
 
-    def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        return array
 
-    def to_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        return np.asarray(array)
-
-
-backend = NumbaBackend()
+backend: Backend = NumbaBackend()

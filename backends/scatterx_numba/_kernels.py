@@ -1,146 +1,114 @@
-"""The one-pass kernels (columns, owners): a parallel, disk-cached entry per reduction.
+"""The parallel kernels: one template, compiled per strategy and reduction, disk-cached.
 
-Numba caches a function only when its arguments are plain data, so the reduction cannot be
-an argument: each entry point below names its own (inlined) reduction, and the shared body
-lives in :mod:`scatterx_numba._tasks`. The ``prange`` must sit in the cached function
-itself; the tasks share no output element, so they run in any order on any thread.
-The two-pass strategies have their own entry points (:mod:`scatterx_numba._two_pass`):
-inlined into these, they doubled the cold compile of one signature (3.2 s to 8.6 s).
+A kernel runs the first pass of its strategy on every task under ``prange`` and, for the
+two-pass strategies, the second pass once every first pass found its indices in bounds.
+The ``prange`` must sit in the cached function itself; the tasks of a pass share no
+output element, so they run in any order on any thread.
+
+How the template is specialised with numba's disk cache (``cache=True``) still working:
+:func:`scatter_kernel` makes one closure per (strategy, reduction) whose free variables
+are plain data: the names of its passes' tasks and of its reduction, and whether it has a
+second pass. numba keys a closure's cache entries on a hash of those values, so each
+closure finds its own code in the next process, and two reductions never share an entry.
+While compiling, numba types them as literals: :func:`run_task` picks each pass's task by
+name, the tasks name the reduction to :func:`scatterx_numba._ops.fold`, which picks its
+function, and the second pass is pruned from one-pass kernels before it is typed, so each
+kernel compiles only the code it runs.
+
+What does not work, and why the reduction travels as a name: a compiled function passed
+as a value (an argument, a closure variable, an element of a tuple) is compiled in as its
+address in this process, and numba refuses to cache such code; as an argument or closure
+variable it is also keyed by an identity that changes with every process. A
+``numba.literally`` argument costs a failed compile attempt on every call.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import numba as nb
 import numpy as np
+from numba.core import types
+from numba.core.errors import TypingError
+from numba.extending import overload
 
 from . import _ops
-from ._tasks import one_pass
+from ._plan import Strategy
+from ._rows import apply_task, target_task
+from ._run import KernelArrays, KernelParams
+from ._segments import fold_task, last_position_task, merge_last_task, merge_task
+from ._tasks import all_in_bounds, column_task, owner_task
 
 _kernel = nb.njit(parallel=True, cache=True, nogil=True)
 
-
-@_kernel
-def take_new(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.take_new)
-    return bad
-
-
-@_kernel
-def add(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.add)
-    return bad
-
-
-@_kernel
-def mul(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.mul)
-    return bad
-
-
-@_kernel
-def maximum(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.maximum)
-    return bad
-
-
-@_kernel
-def minimum(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.minimum)
-    return bad
-
-
-@_kernel
-def half_add(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.half_add)
-    return bad
-
-
-@_kernel
-def half_mul(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.half_mul)
-    return bad
-
-
-@_kernel
-def half_max(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.half_max)
-    return bad
-
-
-@_kernel
-def half_min(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.half_min)
-    return bad
-
-
-@_kernel
-def bf16_add(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.bf16_add)
-    return bad
-
-
-@_kernel
-def bf16_mul(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.bf16_mul)
-    return bad
-
-
-@_kernel
-def bf16_max(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.bf16_max)
-    return bad
-
-
-@_kernel
-def bf16_min(arrays: Any, params: Any, n_tasks: int) -> Any:
-    bad = np.empty(n_tasks, np.int64)
-    for task in nb.prange(n_tasks):
-        bad[task] = one_pass(arrays, params, task, n_tasks, _ops.bf16_min)
-    return bad
-
-
-#: (storage family, reduction) -> name of the kernel (in this module and in _two_pass).
-#: bool is stored as uint8 0/1, where logical or is max and logical and is min; float16
-#: and bfloat16 ``none`` moves bits as uint16.
-NAMES: dict[tuple[str, str], str] = {
-    **{(family, "none"): "take_new" for family in ("plain", "bool", "half", "bf16")},
-    ("plain", "add"): "add",
-    ("plain", "mul"): "mul",
-    ("plain", "max"): "maximum",
-    ("plain", "min"): "minimum",
-    ("bool", "add"): "maximum",
-    ("bool", "mul"): "minimum",
-    ("bool", "max"): "maximum",
-    ("bool", "min"): "minimum",
-    **{
-        (family, reduction): f"{family}_{reduction}"
-        for family in ("half", "bf16")
-        for reduction in ("add", "mul", "max", "min")
-    },
+#: The tasks of each strategy's passes; ``none`` on segments keeps the last position of
+#: each target instead of folding values (the last update wins). A two-pass kernel runs
+#: the second only when every task of the first found its indices in bounds.
+_PASSES: dict[tuple[Strategy, bool], tuple[Any, ...]] = {
+    (Strategy.COLUMNS, False): (column_task,),
+    (Strategy.OWNERS, False): (owner_task,),
+    (Strategy.ROWS, False): (target_task, apply_task),
+    (Strategy.SEGMENTS, False): (fold_task, merge_task),
+    (Strategy.SEGMENTS, True): (last_position_task, merge_last_task),
 }
+_TASKS = {task.__name__: task for tasks in _PASSES.values() for task in tasks}
+
+
+def run_task(name: str, op: str, arrays: Any, scratch: Any, params: Any, task: int, n: int) -> Any:
+    """Run task ``task`` of ``n`` of the pass whose task is ``name``, with reduction ``op``.
+
+    Compiled code only: ``name`` and ``op`` must be literals.
+    """
+    raise NotImplementedError
+
+
+@overload(run_task, prefer_literal=True, inline="always")
+def _run_task_typing(
+    name: Any, op: Any, arrays: Any, scratch: Any, params: Any, task: Any, n: Any
+) -> Any:
+    if not isinstance(name, types.StringLiteral) or not isinstance(op, types.StringLiteral):
+        msg = f"run_task needs a literal task name and reduction; got {name}, {op}"
+        raise TypingError(msg)
+    body = _TASKS[name.literal_value]
+
+    def run(name: Any, op: Any, arrays: Any, scratch: Any, params: Any, task: Any, n: Any) -> Any:
+        return body(arrays, scratch, params, task, n, op)
+
+    return run
+
+
+@cache
+def _specialise(strategy: int, op: str) -> Any:
+    """The kernel of a strategy and reduction; its free variables are its cache key."""
+    last_positions = strategy == Strategy.SEGMENTS and op == "take_new"
+    names = [task.__name__ for task in _PASSES[Strategy(strategy), last_positions]]
+    first, second, two_pass = names[0], names[-1], len(names) == 2
+
+    @_kernel
+    def scatter(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
+        arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
+        bad = np.empty(n_tasks, np.int64)
+        for task in nb.prange(n_tasks):
+            bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
+        if two_pass and all_in_bounds(bad):
+            for task in nb.prange(n_tasks):
+                run_task(second, op, arrays, scratch, params, task, n_tasks)
+        return bad
+
+    return scatter
+
+
+def scatter_kernel(strategy: Strategy, family: str, reduction: str) -> Any:
+    """The kernel of ``strategy`` for a storage family and reduction.
+
+    ``kernel(arrays, scratch, params, n_tasks)`` takes the fields of a ``KernelArrays`` and
+    of a ``KernelParams`` as plain tuples (numba's dispatcher types a plain tuple faster
+    than a named one, which a small call feels) and names them again inside; ``scratch``
+    is the strategy's own 2-D array (see ``_run._SCRATCH``). It returns each
+    first-pass task's result: -1, or the position of the first bad index it met (or
+    ``_plan.NOT_CONSTANT``, rows only).
+    Families whose reductions are one function share its kernel (bool ``add`` is uint8
+    ``max``), and so its compiled signatures.
+    """
+    return _specialise(int(strategy), _ops.op_name(family, reduction))

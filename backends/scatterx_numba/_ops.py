@@ -1,7 +1,9 @@
 """The reductions as scalar numba functions, one family per storage type of the dtype.
 
-Every function here is ``f(old, new) -> value`` of contract.md section 2 and is inlined
-into the kernels, so each kernel specialises on one of them at compile time.
+Every function here is ``f(old, new) -> value`` of contract.md section 2. Compiled code
+names the reduction it runs, ``fold(op, old, new)`` with ``op`` a literal name in
+:data:`OPS`, and numba picks the function while typing: see :mod:`scatterx_numba._kernels`
+for why a name and not the function itself.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import numba as nb
 import numpy as np
 from llvmlite import ir  # type: ignore[import-untyped]
 from numba.core import types
-from numba.extending import intrinsic
+from numba.core.errors import TypingError
+from numba.extending import intrinsic, overload
 
 # Compiled functions that are only ever called from other compiled functions: no cache
-# of their own is needed (they live inside the cached kernels).
+# of their own is needed (they are compiled into the cached kernels).
 _inline = nb.njit(inline="always")
 
 
@@ -115,49 +118,85 @@ def minimum(old: Any, new: Any) -> Any:
 # arithmetic bit for bit (no double-rounding error is possible).
 
 
-@_inline
-def half_add(old: Any, new: Any) -> Any:
-    return _float_to_half(_half_to_float(old) + _half_to_float(new))
+def _through_float32(decode: Any, encode: Any, old_wins_ties: bool) -> tuple[Any, ...]:
+    """add, mul, max and min of a 16-bit float format, on its uint16 bits.
+
+    ``decode`` widens the bits to float32 exactly; ``encode`` rounds a float32 back.
+    ``old_wins_ties``: of two equal values (0.0 and -0.0) the one already there stays,
+    as in NumPy's float16 maximum and minimum (its float32/float64 loops and ml_dtypes'
+    bfloat16 keep the new one).
+    """
+
+    @_inline
+    def add16(old: Any, new: Any) -> Any:
+        return encode(decode(old) + decode(new))
+
+    @_inline
+    def mul16(old: Any, new: Any) -> Any:
+        return encode(decode(old) * decode(new))
+
+    @_inline
+    def max16(old: Any, new: Any) -> Any:
+        a, b = decode(old), decode(new)
+        return old if (a != a or a > b or (old_wins_ties and a == b)) else new
+
+    @_inline
+    def min16(old: Any, new: Any) -> Any:
+        a, b = decode(old), decode(new)
+        return old if (a != a or a < b or (old_wins_ties and a == b)) else new
+
+    return add16, mul16, max16, min16
 
 
-@_inline
-def half_mul(old: Any, new: Any) -> Any:
-    return _float_to_half(_half_to_float(old) * _half_to_float(new))
+half_add, half_mul, half_max, half_min = _through_float32(_half_to_float, _float_to_half, True)
+bf16_add, bf16_mul, bf16_max, bf16_min = _through_float32(_bf16_to_float, _float_to_bf16, False)
+
+#: The reductions by name.
+OPS: dict[str, Any] = {
+    "take_new": take_new,
+    "add": add,
+    "mul": mul,
+    "max": maximum,
+    "min": minimum,
+    **{
+        f"{family}_{reduction}": function
+        for family, functions in (
+            ("half", (half_add, half_mul, half_max, half_min)),
+            ("bf16", (bf16_add, bf16_mul, bf16_max, bf16_min)),
+        )
+        for reduction, function in zip(("add", "mul", "max", "min"), functions, strict=True)
+    },
+}
 
 
-# NumPy's float16 maximum and minimum keep the value already there on a tie (0.0 and
-# -0.0), unlike its float32/float64 loops and ml_dtypes' bfloat16, which keep the new one.
+def op_name(family: str, reduction: str) -> str:
+    """The name in :data:`OPS` of a reduction on a storage family.
+
+    ``none`` moves bits, whatever the family. bool is stored as uint8 0/1, where logical
+    or is max and logical and is min.
+    """
+    if reduction == "none":
+        return "take_new"
+    if family == "bool":
+        return {"add": "max", "mul": "min"}.get(reduction, reduction)
+    return reduction if family == "plain" else f"{family}_{reduction}"
 
 
-@_inline
-def half_max(old: Any, new: Any) -> Any:
-    a = _half_to_float(old)
-    return old if (a != a or a >= _half_to_float(new)) else new
+def fold(op: str, old: Any, new: Any) -> Any:
+    """``OPS[op](old, new)``, in compiled code only: ``op`` must be a literal name."""
+    raise NotImplementedError
 
 
-@_inline
-def half_min(old: Any, new: Any) -> Any:
-    a = _half_to_float(old)
-    return old if (a != a or a <= _half_to_float(new)) else new
+# Not inlined before typing (LLVM inlines it): inlined together with the function it
+# inlines, it trips numba's checks of its own IR (NumbaIRAssumptionWarning on max/min).
+@overload(fold, prefer_literal=True)
+def _fold_typing(op: Any, old: Any, new: Any) -> Any:
+    if not isinstance(op, types.StringLiteral):
+        msg = f"fold needs the literal name of a reduction; got {op}"
+        raise TypingError(msg)
+    function = OPS[op.literal_value]
 
+    def call(op: Any, old: Any, new: Any) -> Any:  # numba wants the typing's parameters
+        return function(old, new)
 
-@_inline
-def bf16_add(old: Any, new: Any) -> Any:
-    return _float_to_bf16(_bf16_to_float(old) + _bf16_to_float(new))
-
-
-@_inline
-def bf16_mul(old: Any, new: Any) -> Any:
-    return _float_to_bf16(_bf16_to_float(old) * _bf16_to_float(new))
-
-
-@_inline
-def bf16_max(old: Any, new: Any) -> Any:
-    a = _bf16_to_float(old)
-    return old if (a != a or a > _bf16_to_float(new)) else new
-
-
-@_inline
-def bf16_min(old: Any, new: Any) -> Any:
-    a = _bf16_to_float(old)
-    return old if (a != a or a < _bf16_to_float(new)) else new
+    return call

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 
 #: Narrowest column band, in bytes of a row of data.
 MIN_BAND_BYTES = 2048
@@ -14,14 +15,22 @@ TASKS_PER_THREAD = 4
 COLUMNS_PER_THREAD = 4
 #: Owners copy the output once per thread; worth it only when updates dwarf the output.
 OWNER_UPDATES_PER_ELEMENT = 2
-#: Owners read every update on every thread. On 2 cores that measured slower than one
-#: sequential column (1d-histogram add: 7.8 ms against 4.7 ms), so below this many
-#: threads a few-column call runs as columns.
+#: Owners read every update on every thread: with fewer threads than this, that costs
+#: more than one sequential column, so a few-column call runs as columns.
 OWNER_MIN_THREADS = 4
 #: A whole-row task's result when some index row is not constant: run as columns instead.
 NOT_CONSTANT = -2
 #: Whole-row (embedding) tasks need rows this long: each task scans every row's target.
 ROWS_MIN_INNER = 8
+
+
+class Strategy(IntEnum):
+    """How a call is split into parallel tasks; each compiles to a kernel of its own."""
+
+    COLUMNS = 0
+    OWNERS = 1
+    ROWS = 2
+    SEGMENTS = 3
 
 
 @dataclass(frozen=True)
@@ -31,11 +40,11 @@ class Plan:
     Attributes
     ----------
     strategy
-        ``"columns"``: each task owns a band of inner positions of one outer position and
-        walks its rows in order. ``"owners"``: each task owns a range of output rows and
-        walks every update, applying those that land there. ``"segments"``: each task
+        ``COLUMNS``: each task owns a band of inner positions of one outer position and
+        walks its rows in order. ``OWNERS``: each task owns a range of output rows and
+        walks every update, applying those that land there. ``SEGMENTS``: each task
         folds a segment of the axis into a private partial, then merges a range of output
-        elements. ``"rows"``: each task finds the target rows of a share of the (constant)
+        elements. ``ROWS``: each task finds the target rows of a share of the (constant)
         index rows, then applies the update rows that land in its range of output rows.
     n_tasks
         Number of tasks (``prange`` iterations).
@@ -43,7 +52,7 @@ class Plan:
         Inner positions per column task.
     """
 
-    strategy: str
+    strategy: Strategy
     n_tasks: int
     band: int
 
@@ -99,9 +108,9 @@ def plan(
     few_columns = columns < COLUMNS_PER_THREAD * n_threads
     many_updates = rows * columns >= OWNER_UPDATES_PER_ELEMENT * total
     if n_threads > 1 and few_columns and many_updates and regroupable and rows >= n_threads:
-        return Plan("segments", n_threads, 1)
+        return Plan(Strategy.SEGMENTS, n_threads, 1)
     if n_threads >= OWNER_MIN_THREADS and few_columns and size >= n_threads and many_updates:
-        return Plan("owners", n_threads, 1)
+        return Plan(Strategy.OWNERS, n_threads, 1)
     band = column_band(inner, outer, itemsize, n_threads)
     n_tasks = outer * -(-inner // band)
     long_rows = inner >= ROWS_MIN_INNER and rows >= n_threads
@@ -109,5 +118,5 @@ def plan(
     open_choice = long_rows and few_bands and index_shape[axis + 1 :] == data_shape[axis + 1 :]
     # Asked last, and only then: looking at the indices costs microseconds a call.
     if open_choice and (constant_rows() if callable(constant_rows) else constant_rows):
-        return Plan("rows", n_threads, inner)
-    return Plan("columns", n_tasks, band)
+        return Plan(Strategy.ROWS, n_threads, inner)
+    return Plan(Strategy.COLUMNS, n_tasks, band)

@@ -12,33 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba as nb
 import numpy as np
 
+from ._ops import fold
 from ._plan import NOT_CONSTANT
-
-# Called only from the cached kernels, so they are compiled (and cached) inside them.
-_inner = nb.njit(cache=False)
+from ._tasks import copy_span, inner_function, share, wrap
 
 
-@_inner
-def share(count: int, task: int, n_tasks: int) -> tuple[int, int]:
-    """``[start, stop)``: task ``task``'s share of ``count`` items."""
-    return task * count // n_tasks, (task + 1) * count // n_tasks
-
-
-@_inner
-def copy_span(dst: Any, src: Any, lo: int, hi: int) -> None:
-    """``dst[lo:hi] = src[lo:hi]`` for 1-D arrays.
-
-    The positions run unsigned: with a signed start numba wraps every index for negative
-    values, which stops the loop from vectorising (measured 6x slower on 32 MiB).
-    """
-    for k in range(np.uint64(lo), np.uint64(hi)):
-        dst[k] = src[k]
-
-
-@_inner
+@inner_function
 def copy_rows(out: Any, data: Any, task: int, n_tasks: int) -> None:
     """Copy this task's share of output rows from data.
 
@@ -53,17 +34,17 @@ def copy_rows(out: Any, data: Any, task: int, n_tasks: int) -> None:
         )
 
 
-@_inner
+@inner_function
 def _row_value(row: Any) -> tuple[bool, Any]:
     """Whether ``row`` holds one value, and that value: xor-or vectorises."""
-    first = row[0] + 0
+    first = row[0]
     diff = first ^ first
     for q in range(1, row.shape[0]):
         diff |= row[q] ^ first
     return bool(diff == 0), first
 
 
-@_inner
+@inner_function
 def find_row_targets(idx: Any, size: int, targets: Any, task: int, n_tasks: int) -> int:
     """Fill ``targets`` (flat over outer x rows) with each row's output row, for this task's rows.
 
@@ -75,17 +56,17 @@ def find_row_targets(idx: Any, size: int, targets: Any, task: int, n_tasks: int)
     rows, inner = idx.shape[1], idx.shape[2]
     f0, f1 = share(idx.shape[0] * rows, task, n_tasks)
     for f in range(np.uint64(f0), np.uint64(f1)):  # unsigned: see copy_span
-        constant, v = _row_value(idx[f // rows, f % rows])
+        constant, value = _row_value(idx[f // rows, f % rows])
         if not constant:
             return NOT_CONSTANT
-        v = v + size if v < 0 else v
+        v = wrap(value, size)
         if v < 0 or v >= size:
             return int(int(f) * inner)
         targets[f] = v
     return -1
 
 
-@_inner
+@inner_function
 def apply_rows(
     out: Any, upd: Any, outer_map: Any, targets: Any, task: int, n_tasks: int, op: Any
 ) -> None:
@@ -100,4 +81,21 @@ def apply_rows(
                 row = dst[v]
                 values = upd[o, a]
                 for q in range(inner):
-                    row[q] = op(row[q], values[q])
+                    row[q] = fold(op, row[q], values[q])
+
+
+@inner_function
+def target_task(arrays: Any, scratch: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
+    """First pass: copy a share of data, find the target rows of a share of index rows.
+
+    Returns -1, the first bad index position the task met, or :data:`NOT_CONSTANT`.
+    """
+    if params.copy:
+        copy_rows(arrays.out, arrays.data, task, n_tasks)
+    return find_row_targets(arrays.idx, arrays.out.shape[1], scratch[0], task, n_tasks)
+
+
+@inner_function
+def apply_task(arrays: Any, scratch: Any, params: Any, task: int, n_tasks: int, op: Any) -> None:
+    """Second pass: the update rows that land in this task's output rows."""
+    apply_rows(arrays.out, arrays.upd, arrays.outer_map, scratch[0], task, n_tasks, op)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx import ScatterRequest, out_of_bounds_error
+from scatterx.backend import ScatterRequest, out_of_bounds_error
 
 from . import _plan, _runtime
 
@@ -24,15 +24,23 @@ _STORAGE: dict[str, np.dtype[Any]] = {
 }
 
 
-#: Strategy codes of :mod:`scatterx_numba._tasks`.
-_STRATEGIES = {"columns": 0, "owners": 1, "rows": 2, "segments": 3}
-#: Which module holds each strategy's kernels.
-_MODULES = {
-    "columns": "_kernels",
-    "owners": "_kernels",
-    "rows": "_row_kernels",
-    "segments": "_segment_kernels",
-}
+class KernelArrays(NamedTuple):
+    """The arrays of a call, as the kernels see them (shapes: see :mod:`scatterx_numba._tasks`)."""
+
+    out: Array  # (outer, size, inner), written
+    data: Array  # read-only, shaped as out: data, or out itself when it holds the copy
+    idx: Array  # (outer', rows, inner'), read-only
+    upd: Array  # as idx, in storage form
+    outer_map: Array  # flat outer position of out for each of idx
+    inner_map: Array  # flat inner position of out for each of idx
+
+
+class KernelParams(NamedTuple):
+    """The scalars of a kernel launch."""
+
+    band: int  # columns: inner positions per task
+    inner_same: bool  # columns: indices' inner shape is data's (no inner_map needed)
+    copy: bool  # the tasks copy data into out themselves
 
 
 def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
@@ -100,8 +108,12 @@ _BITS: dict[int, np.dtype[Any]] = {
 
 
 def _storage(family: str, dtype: np.dtype[Any], reduction: str) -> np.dtype[Any]:
-    """The dtype the kernels see: see ``_STORAGE``, and ``_BITS`` for ``none``."""
-    if reduction == "none":
+    """The dtype the kernels see: see ``_STORAGE``, and ``_BITS`` for ``none``.
+
+    Wrapping add and mul give the same bits on signed and unsigned integers of one width
+    (two's complement), so signed ones run as unsigned: one compiled signature for both.
+    """
+    if reduction == "none" or (reduction in ("add", "mul") and dtype.kind == "i"):
         return _BITS.get(dtype.itemsize, dtype)  # complex128 has no 16-byte integer
     return _STORAGE.get(family, dtype)
 
@@ -154,61 +166,101 @@ def _unused(dtype: np.dtype[Any]) -> Array:
     return found
 
 
-def _extras(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> list[Array]:
-    """Scratch arrays: owners' copies and segments' partials; rows' and ``none``'s positions.
+def _owner_rows(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> Array:
+    """Owners: each task's copy of its own rows, the largest share times the outer count."""
+    outer, size, inner = _plan.split(request.shape, request.axis)
+    return np.empty((plan.n_tasks, outer * -(-size // plan.n_tasks) * inner + 1), storage)
 
-    Partials start at the reduction's identity and positions at -1, so the kernel needs
-    no mark of which elements a segment reached.
+
+def _segment_partials(
+    plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any
+) -> Array:
+    """Segments: each task's partial, which starts at the reduction's identity; for
+    ``none``, each task's last positions, which start at -1 (int32 unless that could
+    overflow: half the memory traffic).
+
+    The start values spare the kernel a mark of which elements a segment reached.
     """
-    total, n, reduction = math.prod(request.shape), plan.n_tasks, request.reduction
-    partials, positions = _unused(storage), _unused(np.dtype(np.int64))
-    if plan.strategy == "owners":
-        # Each owner copies only its own rows: the largest share, times the outer count.
-        outer, size, inner = _plan.split(request.shape, request.axis)
-        partials = np.empty((n, outer * -(-size // n) * inner + 1), storage)
-    elif plan.strategy == "segments" and reduction != "none":
-        dtype = _native(request.data.dtype)
-        partials = np.full((n, total), _identity(family, reduction, dtype), storage)
-    elif plan.strategy == "segments":
-        # int32 halves the partial (on 1d-histogram it then fits in a 512 KiB L2).
-        wide = request.n_updates > np.iinfo(np.int32).max
-        positions = np.full((n, total), -1, np.int64 if wide else np.int32)
-    elif plan.strategy == "rows":
-        outer, rows, _ = _plan.split(request.index_shape, request.axis)
-        positions = np.empty((1, outer * rows), np.int64)
-    return [partials, positions]
+    total, reduction = math.prod(request.shape), request.reduction
+    if reduction != "none":
+        identity = _identity(family, reduction, _native(request.data.dtype))
+        return np.full((plan.n_tasks, total), identity, storage)
+    wide = request.n_updates > np.iinfo(np.int32).max
+    return np.full((plan.n_tasks, total), -1, np.int64 if wide else np.int32)
+
+
+def _row_targets(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> Array:
+    """Rows: the target row of each index row."""
+    outer, rows, _ = _plan.split(request.index_shape, request.axis)
+    return np.empty((1, outer * rows), np.int64)
+
+
+def _no_scratch(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> Array:
+    """Columns: none, a placeholder."""
+    return _unused(storage)
+
+
+#: Each strategy's scratch array: ``(plan, request, family, storage dtype) -> 2-D array``.
+_SCRATCH = {
+    _plan.Strategy.COLUMNS: _no_scratch,
+    _plan.Strategy.OWNERS: _owner_rows,
+    _plan.Strategy.SEGMENTS: _segment_partials,
+    _plan.Strategy.ROWS: _row_targets,
+}
 
 
 def _fused_copy(plan: _plan.Plan, request: ScatterRequest, data_ready: bool) -> bool:
     """Whether the kernel's tasks copy data themselves (in parallel, each its own part).
 
     Column tasks copy only when each owns whole contiguous slabs of the output: indices as
-    long as data off the axis, bands of whole rows. Narrower bands copying their strided
-    part measured slower than one thread's copy before the launch (square-random none:
-    60 ms against 32 ms); whole slabs faster (last-axis-sparse none: 5.3 ms against 7.3).
+    long as data off the axis, bands of whole rows. Narrower bands would copy their part
+    as strided reads, slower than one thread's contiguous copy before the launch.
     """
-    if not data_ready or plan.strategy == "owners":
+    if not data_ready or plan.strategy == _plan.Strategy.OWNERS:
         return False
     axis, shape, index_shape = request.axis, request.shape, request.index_shape
-    return plan.strategy != "columns" or (
+    return plan.strategy != _plan.Strategy.COLUMNS or (
         shape[:axis] == index_shape[:axis]
         and shape[axis + 1 :] == index_shape[axis + 1 :]
         and plan.band == math.prod(shape[axis + 1 :])
     )
 
 
+def _kernel_arrays(
+    request: ScatterRequest, data: Array, updates: Array, out: Array, storage: Any, copy: bool
+) -> KernelArrays:
+    """The arrays of the call in storage form; without ``copy``, ``out`` gets data now."""
+    shape, index_shape, axis = request.shape, request.index_shape, request.axis
+    dtype = out.dtype
+    out3 = _three_d(out.view(storage), shape, axis)
+    if copy:
+        source = _three_d(_readonly(data.view(storage)), shape, axis)
+    else:
+        # One thread copies data into the new array before the launch.
+        np.copyto(out, data)
+        source = _readonly(out3)
+    index_dtype = _native(request.indices.dtype)
+    outer_map, inner_map = _maps(shape, index_shape, axis)
+    return KernelArrays(
+        out=out3,
+        data=source,
+        idx=_three_d(_input(request.indices, index_dtype, index_dtype), index_shape, axis),
+        upd=_three_d(_input(updates, dtype, storage), index_shape, axis),
+        outer_map=outer_map,
+        inner_map=inner_map,
+    )
+
+
 def _launch(
-    request: ScatterRequest, plan: _plan.Plan, arrays: list[Array], family: str, copy: bool
+    request: ScatterRequest, plan: _plan.Plan, arrays: KernelArrays, family: str, copy: bool
 ) -> Array:
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     inner_same = shape[axis + 1 :] == index_shape[axis + 1 :]
-    params = (_STRATEGIES[plan.strategy], plan.band, inner_same, copy)
-    module = _MODULES[plan.strategy]
-    kernel = _runtime.kernel(module, family, request.reduction)
-    extras = _extras(plan, request, family, arrays[0].dtype)
-    if module == "_kernels":
-        extras = extras[:1]  # one-pass kernels take no positions (see _tasks.one_pass)
-    bad: Array = _runtime.launch(kernel, (*arrays, *extras), params, plan.n_tasks)
+    params = KernelParams(plan.band, inner_same, copy)
+    kernel = _runtime.kernel(plan.strategy, family, request.reduction)
+    scratch = _SCRATCH[plan.strategy](plan, request, family, arrays.out.dtype)
+    # Plain tuples: see _kernels.scatter_kernel.
+    bad: Array = _runtime.launch(kernel, tuple(arrays), scratch, tuple(params), plan.n_tasks)
     return bad
 
 
@@ -237,24 +289,10 @@ def scatter_elements(request: ScatterRequest) -> Array:
     )
     plan = choose(constant_rows=partial(_constant_rows, request.indices, axis))
     out = np.empty(shape, dtype=dtype)
-    out3 = _three_d(out.view(storage), shape, axis)
     copy = _fused_copy(plan, request, _kernel_ready(data, dtype))
-    if copy:
-        source = _three_d(_readonly(data.view(storage)), shape, axis)
-    else:
-        # One thread copies data into the new array before the launch.
-        np.copyto(out, data)
-        source = _readonly(out3)
-    index_dtype = _native(request.indices.dtype)
-    arrays = [
-        out3,
-        source,
-        _three_d(_input(request.indices, index_dtype, index_dtype), index_shape, axis),
-        _three_d(_input(updates, dtype, storage), index_shape, axis),
-        *_maps(shape, index_shape, axis),
-    ]
+    arrays = _kernel_arrays(request, data, updates, out, storage, copy)
     bad = _launch(request, plan, arrays, family, copy)
-    if plan.strategy == "rows" and (bad == _plan.NOT_CONSTANT).any():
+    if plan.strategy == _plan.Strategy.ROWS and (bad == _plan.NOT_CONSTANT).any():
         # Some row is not constant after all; ``out`` already holds its copy of data.
         bad = _launch(request, choose(constant_rows=False), arrays, family, False)
     _raise_first_bad(bad, request)

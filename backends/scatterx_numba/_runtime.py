@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 _load_lock = threading.Lock()
-# Kernel modules by name; each is imported (and its kernels loaded or compiled, one
-# signature at a time) only when a call needs it.
-_modules: dict[str, Any] = {}
-_found: dict[tuple[str, str, str], Any] = {}
+# Kernels by strategy, storage family and reduction: each is made (and its code loaded or
+# compiled, one signature at a time) only when a call needs it.
+_found: dict[tuple[int, str, str], Any] = {}
 # The workqueue threading layer aborts the process when two threads launch parallel
 # regions at once; until a first launch has shown the layer, every launch is serialised.
 _launch_lock = threading.Lock()
@@ -53,23 +52,19 @@ def configure_cache() -> None:
             return
 
 
-def kernel(module_name: str, family: str, reduction: str) -> Any:
-    """The kernel of ``module_name`` for a storage family and reduction.
+def kernel(strategy: int, family: str, reduction: str) -> Any:
+    """The kernel of ``strategy`` (a ``_plan.Strategy``) for a storage family and reduction.
 
     The first call imports numba (after pointing its cache at a writable folder). Found
-    kernels are remembered: two module imports a call cost a small call 3 us.
+    kernels are remembered here, without a lock: a call that finds one takes no lock.
     """
-    key = (module_name, family, reduction)
+    key = (strategy, family, reduction)
     found = _found.get(key)
     if found is None:
-        module = _modules.get(module_name)
-        if module is None:
-            with _load_lock:
-                configure_cache()
-                module = importlib.import_module(f".{module_name}", __package__)
-                _modules[module_name] = module
-        names: Any = importlib.import_module("._kernels", __package__).NAMES
-        found = _found[key] = getattr(module, names[family, reduction])
+        with _load_lock:
+            configure_cache()
+            kernels: Any = importlib.import_module("._kernels", __package__)
+            found = _found[key] = kernels.scatter_kernel(strategy, family, reduction)
     return found
 
 
