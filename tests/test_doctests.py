@@ -33,7 +33,7 @@ def files_with_examples() -> set[str]:
 
 
 def test_every_file_with_examples_is_collected() -> None:
-    command = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-rs"]
+    command = [sys.executable, "-m", "pytest", "-n0", "--collect-only", "-q", "-rs"]
     command += ["-p", "no:cacheprovider", "src", "backends", "docs"]
     result = subprocess.run(
         command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False

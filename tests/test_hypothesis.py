@@ -15,10 +15,15 @@ from scatterx.testing._generated import dtypes, random_values
 
 NUMERIC = [k for k, d in dtypes().items() if d.kind in "biufcV"]
 AVAILABLE = [r.name for r in scatterx.backends() if r.available]
+#: What a JIT backend draws by default: one dtype of each way the numba kernels store
+#: values, int64 indices. Every other dtype and int32 indices compile signatures of their
+#: own; the draws over all of them are marked slow (CI runs them).
+QUICK = (["bool", "int32", "float16", "bfloat16", "float32", "complex64"], [np.int64])
+FULL = (NUMERIC, [np.int32, np.int64])
 
 
 @st.composite
-def calls(draw: st.DrawFn) -> dict[str, Any]:
+def calls(draw: st.DrawFn, keys: list[str], index_dtypes: list[Any]) -> dict[str, Any]:
     rank = draw(st.integers(1, 3))
     data_shape = tuple(draw(st.lists(st.integers(1, 6), min_size=rank, max_size=rank)))
     axis = draw(st.integers(-rank, rank - 1))
@@ -26,11 +31,11 @@ def calls(draw: st.DrawFn) -> dict[str, Any]:
         draw(st.integers(0, 9)) if d == axis % rank else draw(st.integers(0, n))
         for d, n in enumerate(data_shape)
     )
-    key = draw(st.sampled_from(NUMERIC))
+    key = draw(st.sampled_from(keys))
     reduction = draw(st.sampled_from(sorted(scatterx.DTYPE_REDUCTIONS[key])))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     size = data_shape[axis]
-    index_dtype = draw(st.sampled_from([np.int32, np.int64]))
+    index_dtype = draw(st.sampled_from(index_dtypes))
     return {
         "data": random_values(rng, dtypes()[key], data_shape),
         "indices": rng.integers(-size, size, size=index_shape).astype(index_dtype),
@@ -40,10 +45,7 @@ def calls(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("backend", AVAILABLE)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(call=calls())
-def test_random_calls_match_the_oracle(backend: str, call: dict[str, Any]) -> None:
+def _check(backend: str, call: dict[str, Any]) -> None:
     expected, free_nans = reference_with_free_nans(**call)
     try:
         out = scatterx.scatter_elements(
@@ -61,3 +63,29 @@ def test_random_calls_match_the_oracle(backend: str, call: dict[str, Any]) -> No
         return
     problem = first_difference(out, expected, any_nan=free_nans)
     assert problem is None, problem
+
+
+_settings = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+# numba draws QUICK by default and FULL in the slow test below.
+@pytest.mark.parametrize("backend", [name for name in AVAILABLE if name != "numba"])
+@_settings
+@given(call=calls(*FULL))
+def test_random_calls_match_the_oracle(backend: str, call: dict[str, Any]) -> None:
+    _check(backend, call)
+
+
+@pytest.mark.skipif("numba" not in AVAILABLE, reason="numba is not available")
+@_settings
+@given(call=calls(*QUICK))
+def test_random_calls_on_numba_match_the_oracle(call: dict[str, Any]) -> None:
+    _check("numba", call)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("numba" not in AVAILABLE, reason="numba is not available")
+@_settings
+@given(call=calls(*FULL))
+def test_random_calls_of_every_dtype_on_numba_match_the_oracle(call: dict[str, Any]) -> None:
+    _check("numba", call)

@@ -24,7 +24,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("conformance_backend", chosen)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def _grouped(case: Case) -> Any:
+    """``case`` with its xdist group: one dtype and reduction, so that with
+    ``pytest -n N --dist loadgroup`` each compiled signature of a JIT backend is compiled
+    by one worker, not by every worker that meets it."""
+    return pytest.param(
+        case, id=case.name, marks=pytest.mark.xdist_group(f"{case.dtype_key}-{case.reduction}")
+    )
+
+
+@pytest.mark.parametrize("case", [_grouped(case) for case in CASES])
 def test_backend_matches_oracle(conformance_backend: str, case: Case, pytestconfig: Any) -> None:
     outcome = run_case(conformance_backend, case)
     if outcome.status == "skipped":

@@ -24,6 +24,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The conformance cases carry pytest-xdist's group mark, known without xdist too.
+    config.addinivalue_line("markers", "xdist_group(name): run in one pytest-xdist worker")
+
+
 def skip_or_fail(config: pytest.Config, backend: str, reason: str) -> None:
     """Skip with ``reason``, or fail when ``backend`` was required on the command line."""
     if backend in config.getoption("--require-backend"):
