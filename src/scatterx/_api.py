@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ._interop import NUMPY, TRACED
+from ._jax import explain_traced, scatter_traced
 from ._select import Decision, choose, explain_request
 from ._validate import normalise
 
@@ -70,7 +72,15 @@ def scatter_elements(
     array([1., 6., 1., 4.])
     """
     request = normalise(data, indices, updates, axis, reduction)
-    return choose(request, backend).scatter_elements(request)
+    if request.device is TRACED:
+        return scatter_traced(request, backend)
+    chosen, route = choose(request, backend)
+    if route is None:
+        return chosen.scatter_elements(request)
+    if route.carrier == NUMPY:
+        return route.back(chosen.scatter_elements(route.carry(request)), request)
+    with route.library.running(request.data):  # CUDA: the caller's device and stream
+        return route.back(chosen.scatter_elements(route.carry(request)), request)
 
 
 def explain(
@@ -115,4 +125,6 @@ def explain(
       numpy: runs
     """
     request = normalise(data, indices, updates, axis, reduction)
+    if request.device is TRACED:
+        return explain_traced(request, backend)
     return explain_request(request, backend)

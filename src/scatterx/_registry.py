@@ -18,6 +18,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from ._dtypes import REDUCTIONS
+from ._interop import Route
 from ._protocol import Backend
 from ._request import ScatterRequest
 
@@ -39,12 +40,13 @@ class Registry:
     serving : dict
         Array type -> the backends that serve it, in priority order.
     choices : dict
-        ``request.key`` -> the backend automatic choice picked for that metadata.
+        ``request.key`` -> the backend automatic choice picked for that metadata, and
+        the DLPack route to it (None where it serves the arrays natively).
     """
 
     backends: dict[str, Backend]
     serving: dict[type, tuple[Backend, ...]] = field(default_factory=dict)
-    choices: dict[Hashable, Backend] = field(default_factory=dict)
+    choices: dict[Hashable, tuple[Backend, Route | None]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, found: Iterable[Backend]) -> Registry:
@@ -60,11 +62,11 @@ class Registry:
             self.serving[type(array)] = found
         return found
 
-    def remember(self, key: Hashable, backend: Backend) -> None:
+    def remember(self, key: Hashable, choice: tuple[Backend, Route | None]) -> None:
         """Remember an automatic choice; past ``MAX_REMEMBERED`` choices, start afresh."""
         if len(self.choices) >= MAX_REMEMBERED:
             self.choices.clear()
-        self.choices[key] = backend
+        self.choices[key] = choice
 
 
 def serves(backend: Backend, array: Any) -> bool:

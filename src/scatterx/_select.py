@@ -11,8 +11,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from ._errors import BackendError
+from ._interop import Route, route_for
 from ._protocol import Backend, SkipsAutomatic
-from ._registry import current, registered, serves
+from ._registry import Registry, current, registered, serves
 from ._request import ScatterRequest
 
 ENV_VAR = "SCATTERX_BACKEND"
@@ -106,12 +107,25 @@ def _configured(backend: object) -> tuple[Names | None, str]:
     return None, "automatic priority"
 
 
-def _why_not(backend: Backend, request: ScatterRequest, automatic: bool) -> str | None:
-    """Why ``backend`` cannot (or, in automatic choice, should not) run ``request``."""
-    if not serves(backend, request.data):
-        served = ", ".join(backend.array_types) or "nothing"
-        return f"does not serve {request.array_type} (serves {served})"
-    return _why_not_served(backend, request, automatic)
+Choice = tuple[Backend, Route | None]
+
+
+def _why_not(
+    backend: Backend, request: ScatterRequest, automatic: bool
+) -> tuple[str | None, Route | None]:
+    """Why ``backend`` cannot (or, in automatic choice, should not) run ``request``, and
+    the route it would run it by (None: natively)."""
+    if serves(backend, request.data):
+        return _why_not_served(backend, request, automatic), None
+    served = ", ".join(backend.array_types) or "nothing"
+    route = route_for(request)
+    if isinstance(route, Route):
+        if route.carrier in backend.array_types:
+            return _why_not_served(backend, route.carry(request), automatic), route
+        why = f"does not serve {request.array_type}, nor {route.carrier} that DLPack carries it to"
+        return f"{why} (serves {served})", None
+    why = f"does not serve {request.array_type} (serves {served})"
+    return (why if route is None else f"{why}; {route}"), None
 
 
 def _why_not_served(backend: Backend, request: ScatterRequest, automatic: bool) -> str | None:
@@ -124,27 +138,35 @@ def _why_not_served(backend: Backend, request: ScatterRequest, automatic: bool) 
     return reason
 
 
-def _automatic(request: ScatterRequest) -> Backend | None:
+def _automatic(request: ScatterRequest) -> Choice | None:
     """The first backend in priority order that serves, can run and does not skip ``request``.
 
-    Remembered by ``request.key``: the metadata that is all that ``can_run`` and
-    ``skip_automatic`` may look at (see :class:`scatterx.backend.Backend`).
+    Backends serving the array type natively come first; then, through a DLPack route,
+    those serving the carrier type. Remembered by ``request.key``: the metadata that is all
+    that ``can_run`` and ``skip_automatic`` may look at (see :class:`scatterx.backend.Backend`).
     """
     registry = current()
     key = request.key
     found = None if key is None else registry.choices.get(key)
     if found is None:
-        found = next(
-            (
-                b
-                for b in registry.serving_type(request.data)
-                if _why_not_served(b, request, automatic=True) is None
-            ),
-            None,
-        )
+        found = _first_automatic(registry, request)
         if key is not None and found is not None:
             registry.remember(key, found)
     return found
+
+
+def _first_automatic(registry: Registry, request: ScatterRequest) -> Choice | None:
+    for backend in registry.serving_type(request.data):
+        if _why_not_served(backend, request, automatic=True) is None:
+            return backend, None
+    route = route_for(request)
+    if not isinstance(route, Route):
+        return None
+    carried = route.carry(request)
+    for backend in registry.serving_type(carried.data):
+        if _why_not_served(backend, carried, automatic=True) is None:
+            return backend, route
+    return None
 
 
 Names = tuple[str, ...]
@@ -152,9 +174,9 @@ Names = tuple[str, ...]
 
 def _decide(
     request: ScatterRequest, backend: str | Sequence[str] | None
-) -> tuple[Backend | None, str, Names | None]:
-    """The one decision: the backend that runs ``request`` (or None), where the choice came
-    from, and the names it was made among (None: automatic priority).
+) -> tuple[Choice | None, str, Names | None]:
+    """The one decision: the backend that runs ``request`` and its route (or None), where
+    the choice came from, and the names it was made among (None: automatic priority).
 
     :func:`choose` runs on it and :func:`explain_request` explains it: the reasons are
     derived from the decision, never decided again.
@@ -163,14 +185,15 @@ def _decide(
     if names is None:
         return _automatic(request), source, None
     known = registered()
-    chosen = next(
-        (known[n] for n in names if _why_not(known[n], request, automatic=False) is None), None
-    )
-    return chosen, source, names
+    for name in names:
+        why, route = _why_not(known[name], request, automatic=False)
+        if why is None:
+            return (known[name], route), source, names
+    return None, source, names
 
 
-def choose(request: ScatterRequest, backend: str | Sequence[str] | None = None) -> Backend:
-    """Return the backend that runs ``request``; raise BackendError if none can."""
+def choose(request: ScatterRequest, backend: str | Sequence[str] | None = None) -> Choice:
+    """Return the backend that runs ``request`` and its route; raise BackendError if none can."""
     chosen, source, names = _decide(request, backend)
     if chosen is None or logger.isEnabledFor(logging.DEBUG):
         decision = Decision.of(request, chosen, source, names)
@@ -197,16 +220,20 @@ class Decision:
         The call, described.
     reasons : dict of str to str or None
         Each registered backend's reason not to run the call (None for the one that runs).
+    route : str or None
+        How the arrays reach the backend that runs, when it does not serve their type
+        natively, e.g. ``"torch:Tensor (cpu) -> numpy:ndarray by DLPack, no copy"``.
     """
 
     backend: str | None
     source: str
     call: str
     reasons: dict[str, str | None]
+    route: str | None = None
 
     @classmethod
     def of(
-        cls, request: ScatterRequest, chosen: Backend | None, source: str, names: Names | None
+        cls, request: ScatterRequest, chosen: Choice | None, source: str, names: Names | None
     ) -> Decision:
         """Explain a decision of :func:`_decide`: each other backend's reason.
 
@@ -214,8 +241,8 @@ class Decision:
         ----------
         request : ScatterRequest
             The call.
-        chosen : Backend or None
-            The backend decided on.
+        chosen : tuple of (Backend, Route or None), or None
+            The backend decided on, and its route.
         source : str
             Where the choice came from.
         names : tuple of str or None
@@ -226,8 +253,13 @@ class Decision:
         Decision
             The decision, with every backend's reason.
         """
-        name = None if chosen is None else chosen.name
-        return cls(name, source, _describe(request), _reasons(request, name, source, names))
+        name = route = None
+        if chosen is not None:
+            name = chosen[0].name
+            if chosen[1] is not None:
+                route = str(chosen[1]._replace(copies=chosen[1].library.copies(request)))
+        reasons = _reasons(request, name, source, names)
+        return cls(name, source, _describe(request), reasons, route)
 
     def __str__(self) -> str:
         if self.backend is None:
@@ -235,6 +267,8 @@ class Decision:
         else:
             head = f"{self.backend} runs {self.call} (choice by {self.source})"
         lines = [head]
+        if self.route is not None:
+            lines.append(f"  route: {self.route}; {self.backend} runs")
         for name, reason in self.reasons.items():
             lines.append(f"  {name}: {'runs' if name == self.backend else reason}")
         return "\n".join(lines)
@@ -258,7 +292,7 @@ def _reasons(
         elif names is not None and name not in names:
             reasons[name] = f"not named by {source}"
         else:
-            why = _why_not(known[name], request, automatic)
+            why, _ = _why_not(known[name], request, automatic)
             reasons[name] = why if why is not None else f"could run, but {chosen} comes first"
     return reasons
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._dtypes import REDUCTIONS, dtype_key, why_reduction_undefined
+from ._interop import Library, library_of
 from ._request import ScatterRequest
 
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -52,7 +53,15 @@ def _refuse_masked(value: Any, role: str) -> None:
 
 def _type_name(array_type: type) -> str:
     """``"module:qualname"`` of an array type, e.g. ``"numpy:ndarray"``."""
-    return _joined_name(array_type.__module__, array_type.__qualname__)
+    try:
+        return _TYPE_NAMES[array_type]
+    except KeyError:
+        name = _joined_name(array_type.__module__, array_type.__qualname__)
+        _TYPE_NAMES[array_type] = name
+        return name
+
+
+_TYPE_NAMES: dict[type, str] = {}
 
 
 @cache
@@ -63,6 +72,9 @@ def _joined_name(module: str, qualname: str) -> str:
 def _device(array: Any) -> Any:
     if type(array) is np.ndarray:
         return "cpu"
+    library = library_of(type(array))
+    if library is not None:
+        return library.devices(array, array, array)[0]
     import array_api_compat
 
     return array_api_compat.device(array)
@@ -83,8 +95,9 @@ def _check_axis_type(axis: Any) -> int:
 
 
 def _library(array: Any) -> str:
-    """The top-level module of an array's type: ``numpy``, ``cupy``, ``torch``..."""
-    return type(array).__module__.partition(".")[0]
+    """The library of an array: ``numpy``, ``cupy``, ``torch``, ``jax``..."""
+    library = library_of(type(array))
+    return type(array).__module__.partition(".")[0] if library is None else library.name
 
 
 def _check_same_library(data: Any, indices: Any, updates: Any) -> None:
@@ -98,11 +111,14 @@ def _check_same_library(data: Any, indices: Any, updates: Any) -> None:
             f"got {names}. scatterx never moves arrays between libraries or devices"
         )
         raise TypeError(msg)
-    devices = [_device(a) for a in (data, indices, updates)]
-    if not (devices[0] == devices[1] == devices[2]):
+    _check_same_device(*(_device(a) for a in (data, indices, updates)))
+
+
+def _check_same_device(data: Any, indices: Any, updates: Any) -> None:
+    if not (data == indices == updates):
         msg = (
             "data, indices and updates must be on one device; got "
-            f"data: {devices[0]}, indices: {devices[1]}, updates: {devices[2]}"
+            f"data: {data}, indices: {indices}, updates: {updates}"
         )
         raise TypeError(msg)
 
@@ -146,20 +162,66 @@ def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
 
 
 def _numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
+    """The NumPy dtype of a dtype of any library: NumPy's own, or one of the same name.
+
+    ``torch.float32`` and ``array_api_strict.float32`` name ``float32``; ``bfloat16`` is
+    ml_dtypes'.
+    """
     try:
-        dtype: np.dtype[Any] = np.dtype(given)
+        dtype: np.dtype[Any] | None = np.dtype(given)
     except TypeError:
-        msg = f"{role} has dtype {given!r}, which NumPy does not know"
-        raise TypeError(msg) from None
+        dtype = _named_dtype(str(given).rpartition(".")[2])
+    if dtype is None:
+        msg = f"{role} has dtype {given}, which ScatterElements does not define"
+        raise TypeError(msg)
     return dtype
+
+
+#: The dtype names other libraries share with NumPy (and ml_dtypes' bfloat16).
+_SHARED_NAMES = frozenset(
+    {
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    }
+)
+
+
+def _named_dtype(name: str) -> np.dtype[Any] | None:
+    if name in _SHARED_NAMES:
+        return np.dtype(name)
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            return None
+        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
+    return None
 
 
 # Few combinations recur, but every width of a ``U`` or ``S`` dtype is a dtype of its own:
 # the memory is bounded.
 @lru_cache(maxsize=256)
 def _dtype_key_of_call(
-    data_dtype: Any, index_dtype: Any, updates_dtype: Any, reduction: str
+    kind: str, data_dtype: Any, index_dtype: Any, updates_dtype: Any, reduction: str
 ) -> str:
+    """The dtype key of a call, checked; ``kind`` is the module of ``data_dtype``'s type.
+
+    ``kind`` keeps the dtypes of different libraries apart in the cache: some (those of
+    array-api-strict) warn when compared with NumPy's.
+    """
     index_dtype = _numpy_dtype(index_dtype, "indices")
     if _native(index_dtype) not in _INDEX_DTYPES:
         msg = (
@@ -190,8 +252,9 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     """Check a call against contract.md section 4 and build its request.
 
     Raises the contract's ValueError or TypeError; never reads index values (but for the
-    strings of object and StringDType arrays). The checks of a NumPy call depend on its
-    metadata alone, so they are remembered by it: that metadata is the request's ``key``.
+    strings of object and StringDType arrays). The checks of a call of three arrays of one
+    library depend on their metadata alone, so they are remembered by it: that metadata is
+    the request's ``key``.
     """
     if type(data) is type(indices) is type(updates) is np.ndarray:
         # The types too: axis=True must not pass as axis=1 remembered.
@@ -207,32 +270,76 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
             data.dtype,
             indices.dtype,
             updates.dtype,
+            "cpu",
+            "cpu",
+            "cpu",
         )
-        try:
-            checked_axis, dtype_key = _checked_numpy(key)
-        except TypeError:  # unhashable axis or reduction, or a check's own TypeError
-            checked_axis, dtype_key = _checked_numpy.__wrapped__(key)
+        checked_axis, dtype_key = _checked_key(key)
         request = ScatterRequest(
             data, indices, updates, checked_axis, reduction, "numpy:ndarray", dtype_key, "cpu", key
         )
     else:
-        request = _validate(data, indices, updates, axis, reduction)
+        kind = type(data)
+        library = library_of(kind)
+        if library is not None and (
+            type(indices) is kind is type(updates)
+            or library_of(type(indices)) is library is library_of(type(updates))
+        ):
+            request = _of_library(library, data, indices, updates, axis, reduction)
+        else:
+            request = _validate(data, indices, updates, axis, reduction)
     if request.dtype_key in _STRING_KEYS:
         _check_string_values(request.data, "data")
         _check_string_values(request.updates, "updates")
     return request
 
 
-NumpyKey = tuple[Any, ...]
+def _of_library(
+    library: Library, data: Any, indices: Any, updates: Any, axis: Any, reduction: Any
+) -> ScatterRequest:
+    """The request of three arrays of one library other than NumPy (see :func:`normalise`)."""
+    devices = library.devices(data, indices, updates)
+    key = (
+        type(data),
+        type(axis),
+        axis,
+        type(reduction),
+        reduction,
+        data.shape,
+        indices.shape,
+        updates.shape,
+        data.dtype,
+        indices.dtype,
+        updates.dtype,
+        *devices,
+    )
+    checked_axis, dtype_key = _checked_key(key)
+    array_type = _type_name(type(data))
+    return ScatterRequest(
+        data, indices, updates, checked_axis, reduction, array_type, dtype_key, devices[0], key
+    )
+
+
+def _checked_key(key: Key) -> tuple[int, str]:
+    """The axis and dtype key of a call's metadata ``key``, remembered where it hashes."""
+    try:
+        return _checked(key)
+    except TypeError:  # unhashable: axis, reduction or device; or a check's own TypeError
+        return _checked.__wrapped__(key)
+
+
+Key = tuple[Any, ...]
 
 
 @lru_cache(maxsize=1024)
-def _checked_numpy(key: NumpyKey) -> tuple[int, str]:
-    """The axis and dtype key of a NumPy call's metadata ``key`` (see :func:`normalise`)."""
-    _, _, axis, _, reduction, data, indices, updates, data_dtype, index_dtype, updates_dtype = key
+def _checked(key: Key) -> tuple[int, str]:
+    """The axis and dtype key of a call's metadata ``key`` (see :func:`normalise`)."""
+    _, _, axis, _, reduction, data, indices, updates, *dtypes, on_data, on_indices, on_updates = key
     reduction = _check_reduction(reduction)
-    checked_axis = _check_shapes(data, indices, updates, _check_axis_type(axis))
-    return checked_axis, _dtype_key_of_call(data_dtype, index_dtype, updates_dtype, reduction)
+    _check_same_device(on_data, on_indices, on_updates)
+    shapes = tuple(data), tuple(indices), tuple(updates)
+    checked_axis = _check_shapes(*shapes, _check_axis_type(axis))
+    return checked_axis, _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
 
 
 _STRING_KEYS = frozenset({"object", "StringDType"})
@@ -292,7 +399,7 @@ def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     shapes = (tuple(data.shape), tuple(indices.shape), tuple(updates.shape))
     checked_axis = _check_shapes(*shapes, checked_axis)
     dtypes = (data.dtype, indices.dtype, updates.dtype)
-    dtype_key = _dtype_key_of_call(*dtypes, reduction)
+    dtype_key = _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
     key: Hashable | None = (type(data), checked_axis, reduction, *shapes, *dtypes, device)
     try:
         hash(key)

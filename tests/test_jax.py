@@ -1,0 +1,177 @@
+"""JAX arrays: eager through DLPack, traced (jit, vmap) as a host callback (contract section 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import scatterx
+from scatterx.backend import ScatterRequest
+from scatterx.testing import reference_scatter_elements, scoped_registry
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+
+class Spy:
+    """The numpy backend under another name, keeping the requests it ran."""
+
+    name = "spy"
+    array_types = ("numpy:ndarray",)
+    priority = -1
+    version = "test"
+
+    def __init__(self) -> None:
+        from scatterx_numpy import backend
+
+        self.inner = backend
+        self.capabilities = backend.capabilities
+        self.requests: list[ScatterRequest] = []
+
+    def available(self) -> str | None:
+        return None
+
+    def can_run(self, request: ScatterRequest) -> str | None:
+        return None
+
+    def scatter_elements(self, request: ScatterRequest) -> Any:
+        self.requests.append(request)
+        return self.inner.scatter_elements(request)
+
+
+def _case() -> tuple[np.ndarray[Any, Any], ...]:
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([[1, 0, 2, 2], [0, 2, 1, 1]], dtype=np.int32)
+    updates = np.array([[1.5, 2.5, 3.5, 4.5], [5.5, 6.5, 7.5, 8.5]], dtype=np.float32)
+    return data, indices, updates
+
+
+def test_eager_jax_arrays_come_back_as_jax_arrays_read_only_on_the_way() -> None:
+    data, indices, updates = _case()
+    spy = Spy()
+    with scoped_registry(spy):
+        result = scatterx.scatter_elements(
+            jnp.asarray(data), jnp.asarray(indices), jnp.asarray(updates), reduction="add"
+        )
+    assert isinstance(result, jax.Array)
+    assert result.device == jnp.asarray(data).device
+    assert result.dtype == jnp.float32
+    expected = reference_scatter_elements(data, indices, updates, reduction="add")
+    assert np.array_equal(np.asarray(result), expected)
+    (request,) = spy.requests
+    assert all(not a.flags.writeable for a in request[:3])  # JAX buffers are never written
+
+
+def test_jax_bfloat16() -> None:
+    data = jnp.linspace(-3, 3, 8, dtype=jnp.bfloat16)
+    indices = jnp.asarray([1, 1, 7], dtype=jnp.int32)
+    updates = jnp.asarray([0.1, 0.2, 0.3], dtype=jnp.bfloat16)
+    result = scatterx.scatter_elements(data, indices, updates, reduction="add")
+    assert result.dtype == jnp.bfloat16
+    expected = reference_scatter_elements(
+        np.asarray(data), np.asarray(indices), np.asarray(updates), reduction="add"
+    )
+    assert np.array_equal(np.asarray(result).view(np.uint16), expected.view(np.uint16))
+
+
+def test_under_jit_the_call_is_a_host_callback() -> None:
+    data, indices, updates = _case()
+
+    @jax.jit
+    def step(d: Any, i: Any, u: Any) -> Any:
+        return scatterx.scatter_elements(d, i, u, reduction="add") * 2
+
+    result = step(jnp.asarray(data), jnp.asarray(indices), jnp.asarray(updates))
+    expected = reference_scatter_elements(data, indices, updates, reduction="add") * 2
+    assert np.array_equal(np.asarray(result), expected)
+
+
+def test_under_jit_a_constant_joins_the_traced_arguments() -> None:
+    data, indices, updates = _case()
+    constant = jnp.asarray(indices)
+    result = jax.jit(lambda d, u: scatterx.scatter_elements(d, constant, u))(
+        jnp.asarray(data), jnp.asarray(updates)
+    )
+    assert np.array_equal(np.asarray(result), reference_scatter_elements(data, indices, updates))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_vmap_batches_in_one_scatter(axis: int) -> None:
+    rng = np.random.default_rng(7)
+    data = rng.standard_normal((5, 3, 4)).astype(np.float32)
+    indices = rng.integers(0, data.shape[1:][axis], size=(5, 2, 4)).astype(np.int32)
+    if axis != 0:
+        indices = rng.integers(0, 4, size=(5, 3, 6)).astype(np.int32)
+    updates = rng.standard_normal(indices.shape).astype(np.float32)
+    spy = Spy()
+    with scoped_registry(spy):
+        batched = jax.vmap(
+            lambda d, i, u: scatterx.scatter_elements(d, i, u, axis=axis, reduction="add")
+        )(jnp.asarray(data), jnp.asarray(indices), jnp.asarray(updates))
+        batched.block_until_ready()
+    for b in range(5):
+        one = reference_scatter_elements(
+            data[b], indices[b], updates[b], axis=axis, reduction="add"
+        )
+        assert np.array_equal(np.asarray(batched[b]), one)
+    assert len(spy.requests) == 1  # the whole batch in one call
+
+
+def test_nested_vmap_and_unbatched_arguments() -> None:
+    data = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    indices = np.array([3, 0, 3], dtype=np.int32)
+    updates = np.array([1.0, 2.0, 4.0], dtype=np.float32)
+
+    def one(d: Any) -> Any:
+        return scatterx.scatter_elements(
+            d, jnp.asarray(indices), jnp.asarray(updates), reduction="add"
+        )
+
+    result = jax.vmap(jax.vmap(one))(jnp.asarray(data))
+    for a in range(2):
+        for b in range(3):
+            expected = reference_scatter_elements(data[a, b], indices, updates, reduction="add")
+            assert np.array_equal(np.asarray(result[a, b]), expected)
+
+
+def test_traced_calls_keep_the_backend_chosen_at_trace_time() -> None:
+    data, indices, updates = (jnp.asarray(a) for a in _case())
+    spy = Spy()
+    with scoped_registry(spy):
+        with scatterx.use_backend("numpy"):
+            traced = jax.jit(lambda d, i, u: scatterx.scatter_elements(d, i, u))
+            lowered = traced.lower(data, indices, updates).compile()
+        lowered(data, indices, updates).block_until_ready()
+        assert not spy.requests  # numpy was chosen while tracing, in use_backend
+        decision = jax.jit(lambda d: (print_decision(d, indices, updates), d)[1])
+        decision(data)
+
+
+def print_decision(data: Any, indices: Any, updates: Any) -> None:
+    decision = scatterx.explain(data, indices, updates)
+    assert decision.route is not None
+    assert "jax.pure_callback" in decision.route
+    assert decision.backend == "spy"
+
+
+def test_checks_run_at_trace_time_and_bounds_at_run_time() -> None:
+    with pytest.raises(TypeError, match="int32 or int64"):
+        jax.jit(scatterx.scatter_elements)(jnp.zeros(3), jnp.ones(1), jnp.ones(1))
+    with pytest.raises(ValueError, match="updates must have the shape of indices"):
+        jax.jit(scatterx.scatter_elements)(jnp.zeros(3), jnp.asarray([1]), jnp.ones(2))
+    bad = jax.jit(scatterx.scatter_elements)
+    with pytest.raises(Exception, match=r"IndexError: index 7 at position \(0,\)") as info:
+        bad(jnp.zeros(3), jnp.asarray([7]), jnp.ones(1)).block_until_ready()
+    assert "JaxRuntimeError" in type(info.value).__name__
+
+
+def test_eager_bounds_error_is_the_contracts() -> None:
+    with pytest.raises(IndexError, match=r"index 7 at position \(0,\)"):
+        scatterx.scatter_elements(jnp.zeros(3), jnp.asarray([7]), jnp.ones(1))
+
+
+def test_mixing_jax_and_numpy_is_refused() -> None:
+    with pytest.raises(TypeError, match="one array library"):
+        scatterx.scatter_elements(jnp.zeros(3), np.array([1]), jnp.ones(1))
