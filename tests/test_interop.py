@@ -270,3 +270,33 @@ def test_array_api_strict() -> None:
         scatterx.scatter_elements(*elsewhere)
     with pytest.raises(TypeError, match="one device"):
         scatterx.scatter_elements(data, xp.asarray([[1, 0, 1]], device=device), updates)
+
+
+def test_a_check_error_is_raised_once_without_a_chained_one() -> None:
+    for module in (np, torch):
+        args = module.zeros(3), module.ones(1), module.ones(1)
+        with pytest.raises(TypeError, match="int32 or int64") as info:
+            scatterx.scatter_elements(*args)
+        assert info.value.__context__ is None
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_the_early_numpy_views_run_what_explain_says(reduction: str) -> None:
+    """CPU tensors take a shorter way to the same decision: the one explain() shows."""
+    data = torch.zeros(20000)
+    indices, updates = torch.arange(20000) % 7, torch.ones(20000)
+    recorder = Recorder()
+    with scoped_registry(recorder):
+        decision = scatterx.explain(data, indices, updates, reduction=reduction)
+        result = scatterx.scatter_elements(data, indices, updates, reduction=reduction)
+        assert decision.backend == "recorder"
+        assert decision.route == "torch:Tensor (cpu) -> numpy:ndarray by DLPack, no copy"
+    (request,) = recorder.requests
+    assert request.data.ctypes.data == data.data_ptr()
+    assert result.data_ptr() == recorder.results[0].ctypes.data
+    if not any(b.name == "numba" and b.available for b in scatterx.backends()):
+        return
+    with scoped_registry(recorder), scatterx.use_backend("numba"):
+        assert scatterx.explain(data, indices, updates).backend == "numba"
+        scatterx.scatter_elements(data, indices, updates)
+    assert len(recorder.requests) == 1

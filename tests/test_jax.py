@@ -29,6 +29,7 @@ class Spy:
         self.inner = backend
         self.capabilities = backend.capabilities
         self.requests: list[ScatterRequest] = []
+        self.results: list[Any] = []
 
     def available(self) -> str | None:
         return None
@@ -38,30 +39,35 @@ class Spy:
 
     def scatter_elements(self, request: ScatterRequest) -> Any:
         self.requests.append(request)
-        return self.inner.scatter_elements(request)
+        self.results.append(self.inner.scatter_elements(request))
+        return self.results[-1]
 
 
-def _case() -> tuple[np.ndarray[Any, Any], ...]:
-    data = np.arange(12, dtype=np.float32).reshape(3, 4)
-    indices = np.array([[1, 0, 2, 2], [0, 2, 1, 1]], dtype=np.int32)
-    updates = np.array([[1.5, 2.5, 3.5, 4.5], [5.5, 6.5, 7.5, 8.5]], dtype=np.float32)
+def _case(columns: int = 4) -> tuple[np.ndarray[Any, Any], ...]:
+    data = np.arange(3 * columns, dtype=np.float32).reshape(3, columns)
+    indices = np.tile(np.array([[1], [0]], dtype=np.int32), (1, columns))
+    indices[:, 2:] = np.array([[2], [1]])
+    updates = np.arange(2 * columns, dtype=np.float32).reshape(2, columns) + 1.5
     return data, indices, updates
 
 
-def test_eager_jax_arrays_come_back_as_jax_arrays_read_only_on_the_way() -> None:
-    data, indices, updates = _case()
+def test_eager_jax_arrays_both_ways_without_a_copy_never_written() -> None:
+    data, indices, updates = _case(columns=1 << 14)  # 192 KiB: results this big are aligned
+    arrays = [jnp.asarray(a) for a in (data, indices, updates)]
     spy = Spy()
     with scoped_registry(spy):
-        result = scatterx.scatter_elements(
-            jnp.asarray(data), jnp.asarray(indices), jnp.asarray(updates), reduction="add"
-        )
+        result = scatterx.scatter_elements(*arrays, reduction="add")
     assert isinstance(result, jax.Array)
-    assert result.device == jnp.asarray(data).device
+    assert result.device == arrays[0].device
     assert result.dtype == jnp.float32
     expected = reference_scatter_elements(data, indices, updates, reduction="add")
     assert np.array_equal(np.asarray(result), expected)
     (request,) = spy.requests
-    assert all(not a.flags.writeable for a in request[:3])  # JAX buffers are never written
+    for seen, given in zip(request[:3], arrays, strict=True):
+        assert seen.ctypes.data == given.unsafe_buffer_pointer()
+        assert not seen.flags.writeable  # JAX buffers are never written
+    # JAX took the result's buffer: results are 64-byte aligned, as JAX's DLPack needs.
+    assert result.unsafe_buffer_pointer() == spy.results[0].ctypes.data
 
 
 def test_jax_bfloat16() -> None:

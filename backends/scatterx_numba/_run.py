@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import ScatterRequest, out_of_bounds_error
+from scatterx.backend import ScatterRequest, empty_aligned, out_of_bounds_error
 
 from . import _plan, _runtime
 
@@ -275,7 +275,9 @@ def scatter_elements(request: ScatterRequest) -> Array:
         # uint8, where a raw 2 would survive max and min.
         data, updates = _canonical_bool(data), _canonical_bool(updates)
     if request.n_updates == 0:
-        return np.array(data, order="C", copy=True)
+        copied = empty_aligned(request.shape, data.dtype)
+        np.copyto(copied, data)
+        return copied
     storage = _storage(family, dtype, request.reduction)
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     choose = partial(
@@ -288,7 +290,7 @@ def scatter_elements(request: ScatterRequest) -> Array:
         regroupable=_regroupable(family, request.reduction, dtype),
     )
     plan = choose(constant_rows=partial(_constant_rows, request.indices, axis))
-    out = np.empty(shape, dtype=dtype)
+    out = empty_aligned(shape, dtype)  # aligned: JAX takes it without a copy
     copy = _fused_copy(plan, request, _kernel_ready(data, dtype))
     arrays = _kernel_arrays(request, data, updates, out, storage, copy)
     bad = _launch(request, plan, arrays, family, copy)

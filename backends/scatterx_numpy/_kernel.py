@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import ScatterRequest, out_of_bounds_error
+from scatterx.backend import ALIGNED_FROM_BYTES, ScatterRequest, empty_aligned, out_of_bounds_error
 
 Array = np.ndarray[Any, Any]
 
@@ -131,6 +131,15 @@ def _working_copy(data: Array, native: np.dtype[Any]) -> Array:
     return np.not_equal(data.view(np.uint8), 0, order="C")
 
 
+def _copy(data: Array, native: np.dtype[Any]) -> Array:
+    """A C-ordered copy of ``data`` in ``native`` byte order; aligned where that matters."""
+    if data.nbytes < ALIGNED_FROM_BYTES:
+        return data.copy(order="C") if native is data.dtype else data.astype(native, order="C")
+    out = empty_aligned(data.shape, native)  # aligned: JAX takes it without a copy
+    np.copyto(out, data)
+    return out
+
+
 def scatter_elements(request: ScatterRequest) -> Array:
     """Compute ``request`` on NumPy arrays; ``data``, ``indices``, ``updates`` stay untouched."""
     data: Array = request.data
@@ -138,7 +147,7 @@ def scatter_elements(request: ScatterRequest) -> Array:
     if native.kind in "Tb":
         out, updates = _working_copy(data, native), _working_copy(request.updates, native)
     else:
-        out = data.copy(order="C") if native is data.dtype else data.astype(native, order="C")
+        out = _copy(data, native)
         updates = request.updates
     count = request.indices.size
     if count:

@@ -69,6 +69,10 @@ class Library:
             return None
         return _MEMORY.get(int(code))
 
+    #: Carries arrays to NumPy before validation where that can only succeed for arrays
+    #: the NumPy route takes as they are (see ``scatterx._api.carried_early``); or None.
+    early: Callable[[Array, Array, Array], tuple[Array, Array, Array] | None] | None = None
+
     def refuse(self, data: Array, indices: Array, updates: Array) -> None:
         """Raise TypeError for arrays that cannot be carried (none, by default).
 
@@ -127,6 +131,14 @@ class _Torch(Library):
         kind = array.device.type
         return kind if kind in CARRIERS else None
 
+    @staticmethod
+    def early(data: Array, indices: Array, updates: Array) -> tuple[Array, Array, Array] | None:
+        """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16)."""
+        try:
+            return data.numpy(), indices.numpy(), updates.numpy()
+        except (RuntimeError, TypeError):
+            return None
+
     def refuse(self, data: Array, indices: Array, updates: Array) -> None:
         strided = self._strided
         if data.requires_grad or updates.requires_grad:
@@ -174,12 +186,17 @@ class _Torch(Library):
         return super().to_cupy(tuple(_resolved(a) for a in arrays), dtype_key)
 
     def back(self, result: Array, like: Array, dtype_key: str) -> Array:
+        if type(result) is np.ndarray and dtype_key != "bfloat16":
+            return self._from_numpy(result)
         torch = _torch()
         if type(result) is not np.ndarray:  # CUDA memory
             return torch.from_dlpack(result)
-        if dtype_key == "bfloat16":
-            return torch.from_numpy(result.view(np.int16)).view(torch.bfloat16)
-        return torch.from_numpy(result)
+        return torch.from_numpy(result.view(np.int16)).view(torch.bfloat16)
+
+    @cached_property
+    def _from_numpy(self) -> Callable[[Array], Array]:
+        from_numpy: Callable[[Array], Array] = _torch().from_numpy
+        return from_numpy
 
     def running(self, array: Array) -> contextlib.AbstractContextManager[Any]:
         if array.device.type != "cuda":

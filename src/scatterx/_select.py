@@ -121,11 +121,27 @@ def _why_not(
     route = route_for(request)
     if isinstance(route, Route):
         if route.carrier in backend.array_types:
-            return _why_not_served(backend, route.carry(request), automatic), route
+            carried = _carried(route, request)
+            if isinstance(carried, str):
+                return carried, None
+            return _why_not_served(backend, carried, automatic), route
         why = f"does not serve {request.array_type}, nor {route.carrier} that DLPack carries it to"
         return f"{why} (serves {served})", None
-    why = f"does not serve {request.array_type} (serves {served})"
-    return (why if route is None else f"{why}; {route}"), None
+    # No route: the Decision says why, once.
+    return f"does not serve {request.array_type} (serves {served})", None
+
+
+def _carried(route: Route, request: ScatterRequest) -> ScatterRequest | str:
+    """``request`` carried by ``route``, or why DLPack cannot carry it (a dtype, say).
+
+    Arrays the library refuses (a torch tensor that requires grad) raise its TypeError.
+    """
+    route.library.refuse(request.data, request.indices, request.updates)
+    try:
+        return route.carry(request)
+    except (TypeError, ValueError, RuntimeError, BufferError) as exc:
+        what = f"{request.array_type} {request.dtype_key}"
+        return f"DLPack cannot carry {what} to {route.carrier}: {exc}"
 
 
 def _why_not_served(backend: Backend, request: ScatterRequest, automatic: bool) -> str | None:
@@ -162,7 +178,9 @@ def _first_automatic(registry: Registry, request: ScatterRequest) -> Choice | No
     route = route_for(request)
     if not isinstance(route, Route):
         return None
-    carried = route.carry(request)
+    carried = _carried(route, request)
+    if isinstance(carried, str):
+        return None
     for backend in registry.serving_type(carried.data):
         if _why_not_served(backend, carried, automatic=True) is None:
             return backend, route
@@ -222,7 +240,8 @@ class Decision:
         Each registered backend's reason not to run the call (None for the one that runs).
     route : str or None
         How the arrays reach the backend that runs, when it does not serve their type
-        natively, e.g. ``"torch:Tensor (cpu) -> numpy:ndarray by DLPack, no copy"``.
+        natively, e.g. ``"torch:Tensor (cpu) -> numpy:ndarray by DLPack, no copy"``; or,
+        when no backend runs, ``"none: "`` and why no route reaches one.
     """
 
     backend: str | None
@@ -258,6 +277,9 @@ class Decision:
             name = chosen[0].name
             if chosen[1] is not None:
                 route = str(chosen[1]._replace(copies=chosen[1].library.copies(request)))
+        else:
+            found = route_for(request)
+            route = f"none: {found}" if isinstance(found, str) else None
         reasons = _reasons(request, name, source, names)
         return cls(name, source, _describe(request), reasons, route)
 
@@ -268,7 +290,8 @@ class Decision:
             head = f"{self.backend} runs {self.call} (choice by {self.source})"
         lines = [head]
         if self.route is not None:
-            lines.append(f"  route: {self.route}; {self.backend} runs")
+            runs = "" if self.backend is None else f"; {self.backend} runs"
+            lines.append(f"  route: {self.route}{runs}")
         for name, reason in self.reasons.items():
             lines.append(f"  {name}: {'runs' if name == self.backend else reason}")
         return "\n".join(lines)

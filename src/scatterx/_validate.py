@@ -205,7 +205,8 @@ def _named_dtype(name: str) -> np.dtype[Any] | None:
         try:
             import ml_dtypes
         except ImportError:
-            return None
+            msg = "bfloat16 arrays need ml_dtypes, NumPy's bfloat16: pip install ml_dtypes"
+            raise TypeError(msg) from None
         bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
         return bfloat16
     return None
@@ -324,8 +325,14 @@ def _checked_key(key: Key) -> tuple[int, str]:
     """The axis and dtype key of a call's metadata ``key``, remembered where it hashes."""
     try:
         return _checked(key)
-    except TypeError:  # unhashable: axis, reduction or device; or a check's own TypeError
-        return _checked.__wrapped__(key)
+    except TypeError:  # unhashable (axis, reduction or device), or a check's own TypeError
+        try:
+            hash(key)
+        except TypeError:
+            pass
+        else:
+            raise  # the check's: raised once, with one traceback
+    return _checked.__wrapped__(key)
 
 
 Key = tuple[Any, ...]

@@ -19,6 +19,7 @@ A backend annotated with the protocol is checked by mypy:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,8 @@ from ._registry import register_backend
 from ._request import ScatterRequest
 
 __all__ = [
+    "ALIGNED_FROM_BYTES",
+    "ALIGNMENT",
     "DTYPE_KEYS",
     "DTYPE_REDUCTIONS",
     "REDUCTIONS",
@@ -41,10 +44,57 @@ __all__ = [
     "ScatterRequest",
     "SkipsAutomatic",
     "dtype_key",
+    "empty_aligned",
     "out_of_bounds_error",
     "register_backend",
     "unserved",
 ]
+
+
+#: The alignment of results: what JAX's DLPack needs to take a buffer without a copy (and a
+#: cache line).
+ALIGNMENT = 64
+#: Results smaller than this come from ``np.empty``: aligning costs more than the copy JAX
+#: makes of them.
+ALIGNED_FROM_BYTES = 1 << 16
+
+
+def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
+    """A new C-ordered array whose data is ``ALIGNMENT``-byte aligned, for a result.
+
+    A result goes back to its caller's library through DLPack (see the contract, section
+    6); JAX takes a buffer there without a copy only when it is 64-byte aligned, and NumPy
+    aligns large buffers to 16 bytes. Results under ``ALIGNED_FROM_BYTES``, and object and
+    string dtypes (which no other library takes), come from ``np.empty``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The result's shape.
+    dtype : dtype
+        The result's dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        Uninitialised, C-ordered, aligned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scatterx.backend import empty_aligned
+    >>> out = empty_aligned((300, 500), np.float32)
+    >>> out.ctypes.data % 64, out.shape, out.flags.c_contiguous
+    (0, (300, 500), True)
+    """
+    dtype = np.dtype(dtype)
+    size = math.prod(shape) * dtype.itemsize
+    if size < ALIGNED_FROM_BYTES or dtype.hasobject or dtype.kind in "TUS":
+        return np.empty(shape, dtype)
+    buffer = np.empty(size + ALIGNMENT, np.uint8)
+    start = -buffer.ctypes.data % ALIGNMENT
+    aligned: np.ndarray[Any, Any] = buffer[start : start + size].view(dtype).reshape(shape)
+    return aligned
 
 
 def unserved(
