@@ -1,13 +1,19 @@
-"""``python -m scatterx bench``: scatterx's backends, the peers and the copy floor, side by side."""
+"""``python -m scatterx bench``: scatterx's backends, the peers and the copy floor, side by side.
+
+``--library torch`` / ``--library jax``: scatterx on that library's arrays against the same
+call on NumPy arrays and against the library's own scatter (:mod:`.library_table`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from scatterx import backends
 
@@ -24,6 +30,8 @@ from .cases import (
     make_case,
     median_ms,
 )
+from .libraries import LIBRARIES, arrays_of, require_library, to_library
+from .library_table import LibraryRun, print_library
 from .report import Row, record, write_json
 
 
@@ -44,6 +52,22 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--size", type=float, default=1.0, help="scale of the shapes")
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per contestant")
     parser.add_argument("--backend", action="append", help="backends to time (default: all)")
+    parser.add_argument(
+        "--library",
+        action="append",
+        choices=LIBRARIES,
+        help="repeatable (default: numpy). numpy: the table of backends, peers and copy floor; "
+        "torch, jax: scatterx on that library's CPU arrays against the same call on NumPy "
+        "arrays and against the library's own scatter, and the 3x3 call on both",
+    )
+    parser.add_argument(
+        "--small-calls",
+        type=int,
+        default=5000,
+        metavar="N",
+        help="calls per round of the 3x3 timing of --library torch|jax, fewer where they "
+        "would take over 50 ms (0 skips it)",
+    )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the run (times, command, machine)"
     )
@@ -71,10 +95,10 @@ class _Contestants:
             try:
                 found[name] = make_call(name, case, reduction)
             except Unavailable as why:
-                self._skip(name, str(why))
+                self.skip(name, str(why))
         return found
 
-    def _skip(self, name: str, why: str) -> None:
+    def skip(self, name: str, why: str) -> None:
         if (name, why) not in self._told:
             self._told.add((name, why))
             print(f"bench: skipped {name}: {why}", file=sys.stderr, flush=True)
@@ -115,42 +139,114 @@ def _print_table(rows: list[Row], columns: list[str]) -> None:
         )
 
 
-def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str]]:
-    contestants = _Contestants(_backend_names(args.backend))
+class _Progress:
+    """``bench [k/total, s]: what ...`` on stderr, before each step."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.started = total, 0, time.perf_counter()
+
+    def __call__(self, what: str) -> None:
+        self.done += 1
+        elapsed = time.perf_counter() - self.started
+        print(
+            f"bench [{self.done}/{self.total}, {elapsed:.0f} s]: {what} ...",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str], list[LibraryRun]]:
+    backend_names = _backend_names(args.backend)
+    contestants = _Contestants(backend_names)
+    libraries = list(dict.fromkeys(args.library or ["numpy"]))
+    runs = []
+    for library in libraries:
+        try:
+            require_library(library)
+        except Unavailable as why:
+            contestants.skip(f"library {library}", str(why))
+            continue
+        if library != "numpy":
+            runs.append(LibraryRun(library, backend_names))
+    standard = "numpy" in libraries
     rows: list[Row] = []
-    columns: list[str] = [FLOOR]
+    columns: list[str] = [FLOOR] if standard else []
     cases = args.case or CASE_NAMES
     reductions = args.reduction or ("none", "add", "max")
-    total, started = len(cases) * len(reductions), time.perf_counter()
+    small = len(runs) if args.small_calls > 0 else 0
+    progress = _Progress(len(cases) * len(reductions) * (standard + len(runs)) + small)
     for name in cases:
         case = make_case(name, args.size)
-        for reduction in reductions:
-            elapsed = time.perf_counter() - started
-            print(
-                f"bench [{len(rows) + 1}/{total}, {elapsed:.0f} s]: {name} {reduction} ...",
-                file=sys.stderr,
-                flush=True,
-            )
+        for reduction in reductions if standard else ():
+            progress(f"{name} {reduction}")
             times = _time(contestants.calls(case, reduction), args.repeat)
             columns += [c for c in times if c not in columns]
             rows.append((name, reduction, times))
-    return rows, columns
+        for run in runs:
+            with arrays_of(run.library):
+                moved = to_library(case, run.library)  # once per case
+                for reduction in reductions:
+                    progress(f"{name} {reduction} on {run.library}")
+                    run.time_row(case, moved, reduction, args.repeat, contestants.skip)
+            del moved
+    for run in runs if small else ():
+        progress(f"3x3 spec example on {run.library}")
+        with arrays_of(run.library):
+            run.time_small_call(args.small_calls, contestants.skip)
+    return rows, columns, runs
+
+
+def _plots(path: str, standard: bool, runs: list[LibraryRun]) -> dict[str, str]:
+    """Where each table is drawn: the first at ``path``, the others beside it (run-torch.png)."""
+    names = (["numpy"] if standard else []) + [run.library for run in runs]
+    target = Path(path)
+    return {
+        name: path if k == 0 else str(target.with_stem(f"{target.stem}-{name}"))
+        for k, name in enumerate(names)
+    }
+
+
+def _load() -> float | None:
+    """The machine's load average over the last minute, where the system says."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
 
 
 def main(argv: list[str]) -> int:
-    """Run the benchmark and print the table; returns the exit status."""
+    """Run the benchmark and print the table(s); returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         parser.error(f"--plot needs matplotlib: {BENCH_EXTRA}")
-    rows, columns = _measure(args)
-    _print_table(rows, columns)
+    if args.small_calls < 0:
+        parser.error("--small-calls must be 0 or more")
+    load = [_load()]
+    rows, columns, runs = _measure(args)
+    load.append(_load())
+    if rows:
+        _print_table(rows, columns)
+    for run in runs:
+        if rows or run is not runs[0]:
+            print()
+        print_library(run)
+    if None not in load:
+        # Other processes on the machine take its cores: the reader should know.
+        print(f"load average (1 min) at the start {load[0]:.2f}, at the end {load[1]:.2f}")
     if args.json or args.plot:
         data = record(rows, columns, argv, args.repeat, list(CPU_PEERS))
+        data["machine"]["load_average_1min"] = {"start": load[0], "end": load[1]}
+        data["libraries"] = {run.library: run.record() for run in runs}
         if args.json:
             write_json(args.json, data)
         if args.plot:
             from .report import plot
 
-            plot(args.plot, data)
+            paths = _plots(args.plot, bool(rows), runs)
+            if rows:
+                plot(paths["numpy"], data)
+            for run in runs:
+                plot(paths[run.library], {**data, **data["libraries"][run.library]})
+                print(f"bench: drew {paths[run.library]}", file=sys.stderr)
     return 0

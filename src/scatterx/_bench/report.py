@@ -31,7 +31,16 @@ def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in ("scatterx", "numpy", "numba", "cupy", "onnxruntime", "torch"):
+    for name in (
+        "scatterx",
+        "numpy",
+        "numba",
+        "cupy",
+        "onnxruntime",
+        "torch",
+        "jax",
+        "jaxlib",
+    ):
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -95,10 +104,12 @@ def plot(path: str | Path, data: dict[str, Any]) -> None:
     for ax in list(axes.flat)[len(cases) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(columns), frameon=False)
+    # At most four entries a line: the tables of --library have long names.
+    legend_lines = math.ceil(len(columns) / 4)
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(columns)), frameon=False)
     machine = data["machine"]
     fig.suptitle(f"{data['command']}\n{machine['cpus']} CPUs, {machine['cpu_model']}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.06 * (1 + (legend_lines - 1) / n_rows), 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
