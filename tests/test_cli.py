@@ -28,7 +28,8 @@ from scatterx._bench.cases import (
 )
 from scatterx._bench.cli import main as bench_main
 from scatterx._cli import run_check
-from scatterx.testing import reference_scatter_elements
+from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
+from scatterx.testing._libraries import library
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -45,11 +46,81 @@ def test_backends_lists_numpy_with_its_status() -> None:
     assert "available" in numpy_row
 
 
+def _installed_libraries() -> list[str]:
+    return [name for name in LIBRARIES if library(name).available() is None]
+
+
+def _header(stdout: str) -> list[str]:
+    return next(line for line in stdout.splitlines() if line.startswith("case family")).split()
+
+
 def test_check_passes_on_numpy_and_prints_the_family_table() -> None:
     result = _run("check", "--backend", "numpy")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "onnx-node    7/0/0" in result.stdout
     assert result.stdout.rstrip().endswith("OK: 0 failure(s)")
+    # A column for the backend's own arrays and one through each installed array library.
+    columns = ["numpy", *(f"numpy+{name}" for name in _installed_libraries())]
+    assert _header(result.stdout) == ["case", "family", *columns]
+
+
+def test_check_library_chooses_the_columns() -> None:
+    if library("torch").available() is not None:
+        pytest.skip(str(library("torch").available()))
+    result = _run("check", "--backend", "numpy", "--library", "torch", "--library", "native")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _header(result.stdout) == ["case", "family", "numpy+torch", "numpy"]
+    assert "checking numpy+torch on 1" in result.stderr
+
+
+def test_check_refuses_an_unknown_library() -> None:
+    result = _run("check", "--backend", "numpy", "--library", "numpyy")
+    assert result.returncode == 2
+    assert "unknown array library 'numpyy'; choose from native, torch, jax" in result.stdout
+
+
+def test_check_fails_a_named_library_that_is_not_installed(
+    monkeypatch: pytest.MonkeyPatch, clean_selection: None
+) -> None:
+    monkeypatch.setitem(_libraries._MODULES, "torch", "scatterx_no_such_module")
+    _libraries._availability.cache_clear()
+    try:
+        out = io.StringIO()
+        assert run_check(["numpy"], out=out, libraries=["native", "torch"]) == 1
+    finally:
+        _libraries._availability.cache_clear()
+    lines = out.getvalue().splitlines()
+    why = "torch is unavailable: torch is not installed (pip install torch)"
+    assert f"FAILED numpy+torch: {why}" in lines
+    assert lines[-1] == "FAILED: 1 failure(s)"  # once for the column, not once per case
+
+
+class UnavailableBackend:
+    """Registered, never available."""
+
+    name = "never"
+    array_types = ("numpy:ndarray",)
+    priority = 1000
+    capabilities: Mapping[str, frozenset[str]] = {"float32": frozenset({"none"})}
+    version = "0"
+
+    def available(self) -> str | None:
+        return "it never is"
+
+    def can_run(self, request: scatterx.backend.ScatterRequest) -> str | None:
+        return None
+
+    def scatter_elements(self, request: scatterx.backend.ScatterRequest) -> Any:
+        raise AssertionError
+
+
+def test_check_fails_a_named_backend_that_is_unavailable(clean_selection: None) -> None:
+    scatterx.register_backend(UnavailableBackend())
+    out = io.StringIO()
+    assert run_check(["never"], out=out, libraries=["native", "torch"]) == 1
+    lines = out.getvalue().splitlines()
+    assert "FAILED never: never is unavailable: it never is" in lines
+    assert lines[-1] == "FAILED: 1 failure(s)"  # once for the backend, not once per column
 
 
 class OffByOneBackend:
@@ -87,6 +158,8 @@ def test_check_fails_a_wrong_backend(clean_selection: None) -> None:
     assert run_check(["off-by-one"], out=out) == 1
     text = out.getvalue()
     assert "FAILED off-by-one spec-example-1" in text
+    for name in _installed_libraries():  # through each array library too
+        assert f"FAILED off-by-one+{name} spec-example-1" in text
     assert "FAILED: " in text.splitlines()[-1]
 
 

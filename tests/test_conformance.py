@@ -1,5 +1,330 @@
-"""Every registered backend against the oracle on every conformance case."""
+"""Every registered backend against the oracle on every conformance case, on its own arrays
+and through every array library; and the runner's checks, each shown able to fail."""
 
-from scatterx.testing.conformance import pytest_generate_tests, test_backend_matches_oracle
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, cast
+
+import numpy as np
+import pytest
+
+import scatterx
+from scatterx.testing import (
+    LIBRARIES,
+    Case,
+    _libraries,
+    all_cases,
+    run_case,
+    scoped_registry,
+    spec_cases,
+)
+from scatterx.testing.conformance import (
+    _chosen_libraries,
+    _param,
+    pytest_generate_tests,
+    test_backend_matches_oracle,
+)
+from scatterx.testing.plugin import skip_or_fail_library
 
 __all__ = ["pytest_generate_tests", "test_backend_matches_oracle"]
+
+SPEC = spec_cases()[0]  # float32, reduction none
+Result = Callable[[Any, scatterx.backend.ScatterRequest], Any]
+
+
+class WrongBackend:
+    """float32 ``none`` only: the numpy backend's answer, then ``wrong(answer, request)``."""
+
+    priority = 1000
+    capabilities: Mapping[str, frozenset[str]] = {"float32": frozenset({"none"})}
+    version = "0"
+
+    def __init__(
+        self, name: str, wrong: Result, array_types: tuple[str, ...] = ("numpy:ndarray",)
+    ) -> None:
+        self.name = name
+        self.wrong = wrong
+        self.array_types = array_types
+
+    def available(self) -> str | None:
+        return None
+
+    def can_run(self, request: scatterx.backend.ScatterRequest) -> str | None:
+        ok = request.dtype_key == "float32" and request.reduction == "none"
+        return None if ok else "float32 none only"
+
+    def scatter_elements(self, request: scatterx.backend.ScatterRequest) -> Any:
+        arrays = (np.asarray(a) for a in request[:3])
+        answer = scatterx.scatter_elements(*arrays, axis=request.axis, backend="numpy")
+        return self.wrong(answer, request)
+
+    def from_numpy(self, array: Any) -> Any:
+        return array
+
+    def to_numpy(self, array: Any) -> Any:
+        return array
+
+
+def _run_wrong(wrong: WrongBackend, library: str | None, case: Case = SPEC) -> Any:
+    with scoped_registry(wrong):
+        return run_case(wrong.name, case, library=library)
+
+
+def _installed(name: str) -> str:
+    """``name``, or skip the test when the library is not installed; JAX with x64 on."""
+    reason = _libraries.library(name).available()
+    if reason is not None:
+        pytest.skip(reason)
+    if name == "jax":
+        _libraries.enable_jax_x64()  # as the matrix runs it (the test process has it on)
+    return name
+
+
+@pytest.fixture(params=LIBRARIES)
+def array_library(request: pytest.FixtureRequest) -> str:
+    """Each array library of the matrix that is installed here."""
+    return _installed(request.param)
+
+
+@pytest.fixture
+def fresh_availability() -> Iterator[None]:
+    """The adapters' cached availability forgotten before and after the test."""
+    _libraries._availability.cache_clear()
+    yield
+    _libraries._availability.cache_clear()
+
+
+def test_a_right_backend_passes_through_each_library(array_library: str) -> None:
+    right = WrongBackend("right", lambda answer, request: answer)
+    outcome = _run_wrong(right, array_library)
+    assert (outcome.status, outcome.detail) == ("passed", "")
+
+
+def test_a_numpy_result_for_torch_input_fails_the_library_check() -> None:
+    _installed("torch")
+    # Serving torch tensors natively, so the front-end returns what it returns, unconverted.
+    lazy = WrongBackend(
+        "numpy-for-torch", lambda answer, request: answer, ("numpy:ndarray", "torch:Tensor")
+    )
+    assert _run_wrong(lazy, None).status == "passed"  # right on its NumPy arrays
+    outcome = _run_wrong(lazy, "torch")
+    assert outcome.status == "failed"
+    assert outcome.detail == "returned numpy.ndarray, not torch.Tensor"
+
+
+@pytest.mark.parametrize(
+    ("library", "detail"),
+    [
+        ("torch", "returned dtype torch.float64, data has torch.float32"),
+        ("jax", "returned dtype float64, data has float32"),
+        ("array_api_strict", "returned dtype array_api_strict.float64, data has "),
+    ],
+)
+def test_a_result_of_another_dtype_fails_the_library_check(library: str, detail: str) -> None:
+    _installed(library)
+    widened = WrongBackend("widened", lambda answer, request: answer.astype(np.float64))
+    outcome = _run_wrong(widened, library)
+    assert outcome.status == "failed"
+    assert outcome.detail.startswith(detail)
+
+
+def test_a_result_on_another_device_fails_the_library_check() -> None:
+    torch = pytest.importorskip("torch")
+    adapter = _libraries.library("torch")
+    like = torch.zeros(2, device="cpu")
+    on_meta = torch.zeros(2, device="meta")  # a device any torch build has
+    assert adapter.check_result(on_meta, like) == "returned an array on meta, data is on cpu"
+    assert adapter.check_result(like.clone(), like) is None
+
+
+def test_wrong_values_through_a_library_fail(array_library: str) -> None:
+    off = WrongBackend("off-by-one", lambda answer, request: answer + np.float32(1))
+    outcome = _run_wrong(off, array_library)
+    assert outcome.status == "failed"
+    assert "9 of 9 elements differ" in outcome.detail
+
+
+def _write_data(answer: Any, request: scatterx.backend.ScatterRequest) -> Any:
+    """Write the answer into ``data`` (a view of the caller's memory, carried by DLPack)."""
+    np.copyto(request.data, answer)
+    return answer.copy()
+
+
+@pytest.mark.parametrize("library", ["torch", "array_api_strict"])
+def test_a_backend_writing_its_input_fails_through_a_library(library: str) -> None:
+    _installed(library)
+    outcome = _run_wrong(WrongBackend("writer", _write_data), library)
+    assert outcome.status == "failed"
+    assert outcome.detail.startswith("data was modified: ")
+
+
+def test_a_backend_writing_jax_memory_fails() -> None:
+    _installed("jax")
+    outcome = _run_wrong(WrongBackend("writer", _write_data), "jax")
+    assert outcome.status == "failed"  # JAX's memory reaches the backend read-only
+    assert "read-only" in outcome.detail
+
+
+def test_an_error_case_through_a_library_needs_the_same_error(array_library: str) -> None:
+    case = next(c for c in all_cases() if c.name == "error-axis-float")
+    assert run_case("numpy", case, library=array_library).status == "passed"
+    wrong_match = dataclasses.replace(case, match="a message numpy does not give")
+    outcome = run_case("numpy", wrong_match, library=array_library)
+    assert outcome.status == "failed"
+    assert "does not match" in outcome.detail
+
+
+def test_a_library_not_installed_is_skipped_as_unavailable(
+    monkeypatch: pytest.MonkeyPatch, fresh_availability: None
+) -> None:
+    monkeypatch.setitem(_libraries._MODULES, "torch", "scatterx_no_such_module")
+    outcome = run_case("numpy", SPEC, library="torch")
+    assert outcome.status == "skipped"
+    assert outcome.library_unavailable
+    assert not outcome.unavailable
+    assert outcome.detail == "torch is unavailable: torch is not installed (pip install torch)"
+
+
+def test_a_device_the_library_lacks_is_skipped_as_unavailable(fresh_availability: None) -> None:
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("torch has a CUDA device here")
+    gpu = WrongBackend("gpu", lambda answer, request: answer, ("cupy:ndarray",))
+    outcome = _run_wrong(gpu, "torch")
+    assert outcome.status == "skipped"
+    assert outcome.library_unavailable
+    assert "has no CUDA device" in outcome.detail
+
+
+def test_a_library_without_gpu_arrays_is_skipped_on_a_gpu_backend() -> None:
+    _installed("array_api_strict")
+    gpu = WrongBackend("gpu", lambda answer, request: answer, ("cupy:ndarray",))
+    outcome = _run_wrong(gpu, "array_api_strict")
+    assert outcome.status == "skipped"
+    assert not outcome.library_unavailable  # --require-library cannot ask for the impossible
+    assert outcome.detail == "array_api_strict has no arrays on cuda (gpu's device)"
+
+
+def test_a_backend_of_neither_numpy_nor_cupy_arrays_has_no_library_rows() -> None:
+    other = WrongBackend("other", lambda answer, request: answer, ("dask:Array",))
+    outcome = _run_wrong(other, "torch")
+    assert outcome.status == "skipped"
+    assert not outcome.library_unavailable
+    assert outcome.detail == "other serves dask:Array: no device for torch arrays"
+
+
+@pytest.mark.parametrize(
+    ("library", "dtype", "detail"),
+    [
+        ("torch", np.dtypes.StringDType(), "torch holds numbers only"),
+        ("jax", np.dtype(">f4"), "jax holds native byte order only"),
+        ("array_api_strict", np.dtype(np.float16), "array_api_strict cannot hold dtype float16"),
+    ],
+)
+def test_a_dtype_the_library_cannot_hold_is_skipped(
+    library: str, dtype: np.dtype[Any], detail: str
+) -> None:
+    _installed(library)
+    case = Case(
+        "held?", "spec", np.zeros(3, dtype), np.array([0]), np.zeros(1, dtype), reduction="max"
+    )
+    outcome = run_case("numpy", case, library=library)
+    assert outcome.status == "skipped"
+    assert not outcome.library_unavailable
+    assert outcome.detail.startswith(detail)
+
+
+def test_jax_without_x64_refuses_64_bit_dtypes_rather_than_downcast() -> None:
+    jax = pytest.importorskip("jax")
+    adapter = _libraries.library("jax")
+    with jax.enable_x64(False), pytest.raises(TypeError, match="would make int64 32-bit"):
+        adapter.from_numpy(np.arange(3), "cpu")
+    with jax.enable_x64(False):
+        assert adapter.to_numpy(adapter.from_numpy(np.arange(3, dtype=np.int32), "cpu")).dtype == (
+            np.int32
+        )
+
+
+def test_an_unknown_library_is_a_value_error() -> None:
+    with pytest.raises(ValueError, match="unknown array library 'numpy'; known: torch, jax"):
+        run_case("numpy", SPEC, library="numpy")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)),
+        np.arange(24, dtype=np.int16).reshape(4, 6)[::2, ::3],
+        np.arange(12.0).reshape(3, 4)[::-1, ::-1],
+        np.broadcast_to(np.arange(4, dtype=np.complex64), (3, 4)),
+        np.array([2, 0, 255, 1], dtype=np.uint8).view(bool),  # bools of raw bytes
+        np.array(5, dtype=np.int64),
+    ],
+    ids=["fortran", "strided", "reversed", "broadcast", "raw-bools", "scalar"],
+)
+def test_the_adapters_copy_the_bits_and_keep_what_layout_they_can(
+    array_library: str, values: Any
+) -> None:
+    adapter = _libraries.library(array_library)
+    held = adapter.from_numpy(values, "cpu")
+    back = adapter.to_numpy(held)
+    assert back.dtype == values.dtype
+    assert back.shape == values.shape
+    assert np.ascontiguousarray(back).tobytes() == np.ascontiguousarray(values).tobytes()
+    assert not np.shares_memory(back, values)  # its own memory: a case's arrays are shared
+    if array_library == "torch" and min(values.strides, default=0) >= 0:
+        assert held.stride() == tuple(s // values.itemsize for s in values.strides)
+
+
+def test_bfloat16_goes_through_torch_and_jax() -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = np.array([1.5, -0.0, np.inf], dtype=ml_dtypes.bfloat16)
+    for name in ("torch", "jax"):
+        if _libraries.library(name).available() is not None:
+            continue
+        adapter = _libraries.library(name)
+        back = adapter.to_numpy(adapter.from_numpy(values, "cpu"))
+        assert back.dtype == values.dtype
+        assert back.tobytes() == values.tobytes()
+
+
+def test_matrix_ids_name_the_backend_then_the_library_then_the_case() -> None:
+    native = _param("numba", "native", SPEC)
+    through = _param("numba", "torch", SPEC)
+    assert native.id == "numba-spec-example-1"
+    assert native.values == ("numba", None, SPEC)
+    assert through.id == "numba-torch-spec-example-1"
+    assert through.values == ("numba", "torch", SPEC)
+    (mark,) = through.marks
+    assert mark.name == "xdist_group"
+    assert mark.args == ("float32-none",)
+
+
+class _Options:
+    """A stand-in for pytest.Config with the options given."""
+
+    def __init__(self, **options: list[str]) -> None:
+        self.options = options
+
+    def getoption(self, name: str) -> list[str]:
+        return self.options.get(name.lstrip("-").replace("-", "_"), [])
+
+
+def test_scatterx_library_chooses_the_columns_and_refuses_unknown_names() -> None:
+    def chosen(*names: str) -> list[str]:
+        return _chosen_libraries(cast(pytest.Config, _Options(scatterx_library=list(names))))
+
+    assert chosen() == ["native", "torch", "jax", "array_api_strict"]
+    assert chosen("torch", "native", "torch") == ["torch", "native"]
+    with pytest.raises(pytest.UsageError, match="'cupy': choose from native, torch"):
+        chosen("cupy")
+
+
+def test_require_library_turns_the_skip_into_a_failure() -> None:
+    required = cast(pytest.Config, _Options(require_library=["torch"]))
+    with pytest.raises(pytest.fail.Exception, match="required array library 'torch'"):
+        skip_or_fail_library(required, "torch", "torch is not installed")
+    with pytest.raises(pytest.skip.Exception, match="jax is not installed"):
+        skip_or_fail_library(required, "jax", "jax is not installed")

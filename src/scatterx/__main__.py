@@ -15,7 +15,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("backends", help="list the registered backends and what they serve")
     check = commands.add_parser(
-        "check", help="run the conformance cases on every available backend"
+        "check",
+        help="run the conformance cases on every available backend, through every "
+        "installed array library",
     )
     check.add_argument(
         "--backend",
@@ -23,6 +25,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         metavar="NAME",
         help="check only this backend (repeatable); an unavailable one fails",
+    )
+    check.add_argument(
+        "--library",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run the cases through this array library (repeatable): native (each backend's "
+        "own arrays), torch, jax or array_api_strict; default: native and every installed "
+        "library; a named library that is not installed fails",
     )
     check.add_argument("-v", "--verbose", action="store_true", help="list skipped cases too")
     commands.add_parser(
@@ -39,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "backends":
         return print_backends()
-    return run_check(args.backend, verbose=args.verbose)
+    return run_check(args.backend, verbose=args.verbose, libraries=args.library)
 
 
 if __name__ == "__main__":

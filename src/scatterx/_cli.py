@@ -58,41 +58,92 @@ def _family(name: str) -> str:
     return name.partition(":")[0]
 
 
-def run_check(names: Sequence[str] = (), out: TextIO = sys.stdout, verbose: bool = False) -> int:
-    """Run every conformance case on every available backend (or those named).
+def _columns(
+    records: Sequence[BackendRecord], libraries: Sequence[str]
+) -> list[tuple[str, str | None]]:
+    """(backend, library) for each column of the table; None: the backend's own arrays."""
+    from .testing._libraries import NATIVE
 
-    Prints a case-family x backend table of passed/failed/skipped counts and the failures;
-    returns 1 if anything failed or no backend was available, else 0.
+    return [
+        (record.name, None if name == NATIVE else name) for record in records for name in libraries
+    ]
+
+
+def _label(backend: str, library: str | None) -> str:
+    return backend if library is None else f"{backend}+{library}"
+
+
+def _default_libraries() -> list[str]:
+    """Native arrays and every array library installed here."""
+    from .testing._libraries import LIBRARIES, NATIVE, library
+
+    return [NATIVE, *(name for name in LIBRARIES if library(name).available() is None)]
+
+
+def run_check(
+    names: Sequence[str] = (),
+    out: TextIO = sys.stdout,
+    verbose: bool = False,
+    libraries: Sequence[str] = (),
+) -> int:
+    """Run every conformance case on every available backend (or those named), on each
+    backend's own arrays and through every installed array library (or those named).
+
+    Prints a case-family x (backend, library) table of passed/failed/skipped counts and the
+    failures; returns 1 if anything failed, no backend was available, or a backend or
+    library named is unavailable, 2 for an unknown library name, else 0.
     """
     from .testing import all_cases, run_case
+    from .testing._libraries import LIBRARIES, NATIVE, enable_jax_x64
 
+    known = (NATIVE, *LIBRARIES)
+    unknown = [name for name in libraries if name not in known]
+    if unknown:
+        print(f"unknown array library {unknown[0]!r}; choose from {', '.join(known)}", file=out)
+        return 2
+    chosen = list(dict.fromkeys(libraries)) if libraries else _default_libraries()
+    if "jax" in chosen:
+        # JAX's 64-bit dtypes for this process, before any JAX array is made, so that the
+        # jax column covers int64, float64 and complex128 too (else skipped, not downcast).
+        enable_jax_x64()
     records = [r for r in backends() if (r.name in names if names else r.available)]
     if not records:
         print("no backend to check", file=out)
         return 1
     cases = all_cases()
+    columns = _columns(records, chosen)
     counts: Counter[tuple[str, str, str]] = Counter()
     failures: list[str] = []
-    for record in records:
-        print(f"checking {record.name} on {len(cases)} cases ...", file=sys.stderr, flush=True)
+    missing: set[str] = set()  # the backends and columns named but unavailable, said once
+    for backend, library in columns:
+        label = _label(backend, library)
+        print(f"checking {label} on {len(cases)} cases ...", file=sys.stderr, flush=True)
         for case in cases:
-            outcome = run_case(record.name, case)
-            counts[(_family(case.family), record.name, outcome.status)] += 1
+            outcome = run_case(backend, case, library=library)
+            counts[(_family(case.family), label, outcome.status)] += 1
             if outcome.status == "failed":
-                failures.append(f"{record.name} {case.name}: {outcome.detail}")
-            elif verbose and outcome.status == "skipped":
-                print(f"skipped {record.name} {case.name}: {outcome.detail}", file=out)
+                failures.append(f"{label} {case.name}: {outcome.detail}")
+            elif outcome.unavailable or outcome.library_unavailable:
+                what = backend if outcome.unavailable else label
+                named = backend in names if outcome.unavailable else library in libraries
+                if named and what not in missing:
+                    failures.append(f"{what}: {outcome.detail}")
+                missing.add(what)
+            if verbose and outcome.status == "skipped":
+                print(f"skipped {label} {case.name}: {outcome.detail}", file=out)
     families = list(dict.fromkeys(_family(c.family) for c in cases))
-    rows = [["case family", *(f"{r.name} pass/fail/skip" for r in records)]]
+    labels = [_label(backend, library) for backend, library in columns]
+    print("passed/failed/skipped cases by case family; columns: backend[+array library]", file=out)
+    rows = [["case family", *labels]]
     for family in [*families, "total"]:
         row = [family]
-        for record in records:
+        for label in labels:
 
-            def count(status: str, name: str = record.name, fam: str = family) -> int:
+            def count(status: str, column: str = label, fam: str = family) -> int:
                 return sum(
                     v
-                    for (f, n, s), v in counts.items()
-                    if n == name and s == status and fam in (f, "total")
+                    for (f, c, s), v in counts.items()
+                    if c == column and s == status and fam in (f, "total")
                 )
 
             row.append(f"{count('passed')}/{count('failed')}/{count('skipped')}")

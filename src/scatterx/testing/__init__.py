@@ -6,10 +6,12 @@ from ._cases import Case, error_cases, onnx_node_cases, spec_cases
 from ._compare import assert_bitwise_equal, first_difference
 from ._edge_cases import edge_cases
 from ._generated import grid_cases, layout_cases, special_cases, strategy_cases
+from ._libraries import LIBRARIES
 from ._oracle import reference_scatter_elements, reference_with_free_nans
 from ._runner import Outcome, expected_result, run_case
 
 __all__ = [
+    "LIBRARIES",
     "Case",
     "Outcome",
     "all_cases",

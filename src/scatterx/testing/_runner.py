@@ -1,8 +1,10 @@
-"""Run one conformance case on one backend; shared by the pytest suite and `check`."""
+"""Run one conformance case on one backend (through one array library); shared by the pytest
+suite and ``check``."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +14,7 @@ from scatterx import BackendError, scatter_elements
 from scatterx._registry import registered
 from scatterx.backend import Backend, ConvertsArrays
 
+from . import _libraries
 from ._cases import Case
 from ._compare import first_difference
 from ._oracle import reference_with_free_nans
@@ -31,11 +34,15 @@ class Outcome:
         Why it failed or was skipped.
     unavailable : bool
         Whether it was skipped because the backend is unavailable.
+    library_unavailable : bool
+        Whether it was skipped because the array library is not installed, or has no
+        arrays on the device the backend serves.
     """
 
     status: str
     detail: str = ""
     unavailable: bool = False
+    library_unavailable: bool = False
 
 
 def expected_result(case: Case) -> Any:
@@ -54,11 +61,13 @@ def _expected(case: Case) -> tuple[Any, Any]:
 
 def _convert(backend: ConvertsArrays, name: str, case: Case) -> tuple[Any, ...] | str:
     try:
-        return tuple(
-            backend.from_numpy(np.asarray(a)) for a in (case.data, case.indices, case.updates)
-        )
+        return tuple(backend.from_numpy(np.asarray(a)) for a in _case_arrays(case))
     except (TypeError, ValueError) as exc:
         return f"{name} cannot hold this input: {exc}"
+
+
+def _case_arrays(case: Case) -> tuple[Any, Any, Any]:
+    return case.data, case.indices, case.updates
 
 
 def _declined(backend: Backend, case: Case, exc: BackendError) -> Outcome:
@@ -70,9 +79,11 @@ def _declined(backend: Backend, case: Case, exc: BackendError) -> Outcome:
     return Outcome("skipped", f"{backend.name} declines {case.dtype_key} {case.reduction}")
 
 
-def _unmodified(backend: ConvertsArrays, before: list[Any], arrays: tuple[Any, ...]) -> str | None:
+def _unmodified(
+    to_numpy: Callable[[Any], Any], before: list[Any], arrays: tuple[Any, ...]
+) -> str | None:
     for role, old, new in zip(("data", "indices", "updates"), before, arrays, strict=True):
-        problem = first_difference(np.asarray(backend.to_numpy(new)), old)
+        problem = first_difference(np.asarray(to_numpy(new)), old)
         if problem is not None:
             return f"{role} was modified: {problem}"
     return None
@@ -91,25 +102,59 @@ def _call(backend: Backend, case: Case, arrays: tuple[Any, ...]) -> tuple[Any, O
         return None, Outcome("failed", f"raised {exc!r}")
 
 
+def _same_type(result: Any, like: Any) -> str | None:
+    if type(result) is not type(like):
+        return f"returned {type(result).__name__}, not {type(like).__name__}"
+    return None
+
+
 def _check_result(
-    backend: ConvertsArrays, case: Case, arrays: tuple[Any, ...], result: Any
+    to_numpy: Callable[[Any], Any],
+    check: Callable[[Any, Any], str | None],
+    case: Case,
+    arrays: tuple[Any, ...],
+    result: Any,
 ) -> Outcome:
     if case.error is not None:
         return Outcome("failed", f"returned a result where {case.error.__name__} was due")
-    if type(result) is not type(arrays[0]):
-        why = f"returned {type(result).__name__}, not {type(arrays[0]).__name__}"
-        return Outcome("failed", why)
-    actual = np.asarray(backend.to_numpy(result))
+    problem = check(result, arrays[0])
+    if problem is not None:
+        return Outcome("failed", problem)
+    actual = np.asarray(to_numpy(result))
     expected, free_nans = _expected(case)
     problem = first_difference(actual, expected, any_nan=free_nans)
     return Outcome("failed", problem) if problem else Outcome("passed")
 
 
-def run_case(backend_name: str, case: Case) -> Outcome:
+def _library_arrays(
+    backend: Backend, case: Case, adapter: _libraries.Library
+) -> tuple[Any, ...] | Outcome:
+    """The case's arrays as the library's arrays on the device the backend serves, or why
+    the case cannot run through that library here."""
+    name = adapter.name
+    device = _libraries.device_for(tuple(backend.array_types))
+    if device is None:
+        served = ", ".join(backend.array_types) or "nothing"
+        why = f"{backend.name} serves {served}: no device for {name} arrays"
+        return Outcome("skipped", why)
+    if device not in adapter.devices:  # never there, by design: not a missing install
+        return Outcome("skipped", f"{name} has no arrays on {device} ({backend.name}'s device)")
+    reason = adapter.available(device)
+    if reason is not None:
+        return Outcome("skipped", f"{name} is unavailable: {reason}", library_unavailable=True)
+    try:
+        return tuple(adapter.from_numpy(np.asarray(a), device) for a in _case_arrays(case))
+    except (TypeError, ValueError) as exc:
+        why = str(exc) if str(exc).startswith(name) else f"{name} cannot hold this input: {exc}"
+        return Outcome("skipped", why)
+
+
+def run_case(backend_name: str, case: Case, library: str | None = None) -> Outcome:
     """Run ``case`` on the backend named; compare with the oracle bit for bit.
 
     Also checks that no input was modified and that the result is a new array of the
-    backend's own type.
+    arrays' own type: the backend's (made by its ``from_numpy``) or, with ``library``, that
+    library's, on the device of ``data`` and with its dtype.
 
     Parameters
     ----------
@@ -117,27 +162,52 @@ def run_case(backend_name: str, case: Case) -> Outcome:
         A registered backend.
     case : Case
         The case.
+    library : str, optional
+        An array library of ``scatterx.testing.LIBRARIES`` (``"torch"``, ``"jax"``,
+        ``"array_api_strict"``): the case's arrays are made in it, on the device the
+        backend serves (the CPU for a backend of NumPy arrays, a CUDA device for one of
+        CuPy arrays), and scatterx carries them to the backend. None (the default): the
+        backend's own arrays, from its ``from_numpy``.
 
     Returns
     -------
     Outcome
-        Passed, failed or skipped, with why.
+        Passed, failed or skipped, with why. Skipped, with ``unavailable`` set, when the
+        backend is unavailable; with ``library_unavailable`` set when the library is not
+        installed or lacks the backend's device here (torch without CUDA); skipped too
+        when the backend or the library cannot hold the case's arrays, or the library
+        never has arrays on the backend's device (array-api-strict on a GPU).
+
+    Raises
+    ------
+    ValueError
+        For a ``library`` that is not one of ``scatterx.testing.LIBRARIES``.
     """
     backend = registered()[backend_name]
+    adapter = None if library is None else _libraries.library(library)  # unknown: ValueError
     reason = backend.available()
     if reason is not None:
         return Outcome("skipped", f"{backend_name} is unavailable: {reason}", unavailable=True)
-    if not isinstance(backend, ConvertsArrays):
-        return Outcome("skipped", f"backend {backend_name} has no from_numpy() for test data")
-    arrays = _convert(backend, backend_name, case)
-    if isinstance(arrays, str):
-        return Outcome("skipped", arrays)
-    before = [np.array(backend.to_numpy(a), copy=True) for a in arrays]
+    to_numpy: Callable[[Any], Any]
+    check: Callable[[Any, Any], str | None]
+    if adapter is None:
+        if not isinstance(backend, ConvertsArrays):
+            return Outcome("skipped", f"backend {backend_name} has no from_numpy() for test data")
+        own = _convert(backend, backend_name, case)
+        if isinstance(own, str):
+            return Outcome("skipped", own)
+        arrays, to_numpy, check = own, backend.to_numpy, _same_type
+    else:
+        made = _library_arrays(backend, case, adapter)
+        if isinstance(made, Outcome):
+            return made
+        arrays, to_numpy, check = made, adapter.to_numpy, adapter.check_result
+    before = [np.array(to_numpy(a), copy=True) for a in arrays]
     result, outcome = _call(backend, case, arrays)
     if outcome is None:
-        outcome = _check_result(backend, case, arrays, result)
+        outcome = _check_result(to_numpy, check, case, arrays, result)
     if outcome.status != "skipped":
-        modified = _unmodified(backend, before, arrays)
+        modified = _unmodified(to_numpy, before, arrays)
         if modified is not None:
             return Outcome("failed", modified)
     return outcome
