@@ -3,9 +3,13 @@
 # installed (pip install -e '.[cupy,test]'; torch optional). For each set of strategies,
 # the default ones and then the opt-in fast paths (SCATTERX_CUPY_FAST_PATHS=1, unverified
 # on hardware until this passes): the conformance matrix with the cupy backend required and
-# the cupy GPU tests, then a benchmark table (tools/gpu_bench.py).
+# the cupy GPU tests, then a benchmark table (tools/gpu_bench.py). Then, where torch has
+# CUDA, torch CUDA tensors through the cupy backend: the kernel must receive the tensors'
+# own device memory (DLPack, no copy), ordered on the caller's stream, and return a tensor on
+# the same device (contract section 6); skipped, with the reason, where torch has no CUDA.
 # About 3 minutes per set on an H200.
-# Usage: tools/gpu_check.sh [--paths default|fast|both] [--no-bench] [peak TB/s, default 4.8]
+# Usage: tools/gpu_check.sh [--paths default|fast|both] [--no-bench] [--no-torch]
+#                           [peak TB/s, default 4.8]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 python="${PYTHON:-python3}"
@@ -13,12 +17,14 @@ export PYTHONUNBUFFERED=1
 
 paths=both
 bench=yes
+torch_step=yes
 peak=4.8
 while [ $# -gt 0 ]; do
     case "$1" in
         --paths) paths="${2:-}"; shift 2 ;;
         --paths=*) paths="${1#--paths=}"; shift ;;
         --no-bench) bench=no; shift ;;
+        --no-torch) torch_step=no; shift ;;
         *) peak="$1"; shift ;;
     esac
 done
@@ -58,6 +64,191 @@ for fast in $sets; do
     fi
 done
 unset SCATTERX_CUPY_FAST_PATHS
+
+# torch CUDA tensors in, torch CUDA tensors out, with no host copy: a recording backend
+# stands in for the installed cupy backend (scatterx.testing.scoped_registry) and notes the
+# device pointers, device and stream of the cupy arrays the front-end hands it; they must be
+# the tensors' own (data_ptr()), and the result must be the cupy result's memory, as a torch
+# tensor on the device of data. Exit status 0: passed or skipped (the reason is printed).
+torch_cuda_check() {
+    "$python" - <<'PY'
+import sys
+
+try:
+    import torch
+except ImportError:
+    print("torch CUDA check skipped: torch is not installed")
+    sys.exit(0)
+if not torch.cuda.is_available():
+    cuda = torch.version.cuda or "none (a CPU build)"
+    print(f"torch CUDA check skipped: torch {torch.__version__} has no CUDA device (CUDA {cuda})")
+    sys.exit(0)
+
+try:
+    import cupy
+except ImportError as error:
+    print(f"torch CUDA check FAILED: torch has CUDA but cupy does not import: {error}")
+    sys.exit(1)
+
+import scatterx
+import scatterx_cupy
+from scatterx.testing import scoped_registry
+
+
+class Recording:
+    """The installed cupy backend, noting what each call receives and returns."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls = []
+
+    name = property(lambda self: self.inner.name)
+    array_types = property(lambda self: self.inner.array_types)
+    priority = property(lambda self: self.inner.priority)
+    capabilities = property(lambda self: self.inner.capabilities)
+    version = property(lambda self: self.inner.version)
+
+    def available(self):
+        return self.inner.available()
+
+    def can_run(self, request):
+        return self.inner.can_run(request)
+
+    def scatter_elements(self, request):
+        seen = {"stream": cupy.cuda.get_current_stream().ptr}
+        for role in ("data", "indices", "updates"):
+            array = getattr(request, role)
+            seen[role] = (type(array), array.data.ptr, array.device.id)
+        result = self.inner.scatter_elements(request)
+        seen["result"] = (type(result), result.data.ptr, result.device.id)
+        self.calls.append(seen)
+        return result
+
+
+failures = []
+
+
+def check(what, ok, detail=""):
+    print(f"  {'ok  ' if ok else 'FAIL'} {what}" + (f": {detail}" if detail else ""))
+    if not ok:
+        failures.append(what)
+
+
+def run_case(title, data, indices, updates, reduction, recording, stream=None):
+    print(f"-- {title}")
+    recording.calls.clear()
+    with torch.cuda.device(data.device), torch.cuda.stream(stream):  # None: the current one
+        before = data.clone()
+        caller_stream = torch.cuda.current_stream().cuda_stream
+        out = scatterx.scatter_elements(data, indices, updates, reduction=reduction)
+    torch.cuda.synchronize(data.device)
+    check("one call of the cupy backend", len(recording.calls) == 1, f"{len(recording.calls)}")
+    if len(recording.calls) != 1:
+        return
+    seen = recording.calls[0]
+    for role, tensor in (("data", data), ("indices", indices), ("updates", updates)):
+        kind, pointer, device = seen[role]
+        check(
+            f"{role}: the kernel got the tensor's memory",
+            kind is cupy.ndarray and pointer == tensor.data_ptr() and device == tensor.device.index,
+            f"{kind.__module__}.{kind.__name__} at {pointer:#x} on device {device}; "
+            f"tensor at {tensor.data_ptr():#x} on {tensor.device}",
+        )
+    kind, pointer, device = seen["result"]
+    check(
+        "result: a torch tensor on the device of data, the kernel's own memory",
+        isinstance(out, torch.Tensor) and out.device == data.device and out.data_ptr() == pointer,
+        f"{type(out).__module__}.{type(out).__name__} on {getattr(out, 'device', '?')} at "
+        f"{out.data_ptr() if isinstance(out, torch.Tensor) else 0:#x}; kernel wrote {pointer:#x}",
+    )
+    # The values below are what says the kernel was ordered after the caller's work (DLPack
+    # lets the library order it with an event instead); the stream itself is a note.
+    same = "the caller's stream" if seen["stream"] == caller_stream else "another stream"
+    print(f"  note kernel ran on {same}: {seen['stream']:#x}; caller's {caller_stream:#x}")
+    check("data is not written", torch.equal(data, before))
+    # The same call on the host (numpy backend, explicit copies made here): the same bits.
+    expected = scatterx.scatter_elements(
+        data.cpu().numpy(),
+        indices.cpu().numpy(),
+        updates.cpu().numpy(),
+        reduction=reduction,
+        backend="numpy",
+    )
+    got = out.cpu().numpy()
+    check(
+        "the bits of the numpy backend",
+        got.tobytes() == expected.tobytes() and got.shape == expected.shape,
+    )
+
+
+print(
+    f"torch {torch.__version__} (CUDA {torch.version.cuda}), cupy {cupy.__version__}, "
+    f"{torch.cuda.device_count()} device(s): {torch.cuda.get_device_name(0)}"
+)
+recording = Recording(scatterx_cupy.backend)
+generator = torch.Generator().manual_seed(0)
+with scoped_registry(recording):
+    for device in [f"cuda:{n}" for n in range(min(torch.cuda.device_count(), 2))]:
+        data = torch.randn(512, 300, generator=generator).to(device)
+        indices = torch.randint(0, 512, (700, 300), generator=generator).to(device)
+        updates = torch.randn(700, 300, generator=generator).to(device)
+        run_case(f"float32 add, int64 indices, {device}", data, indices, updates, "add", recording)
+        if device == "cuda:0":
+            print(scatterx.explain(data, indices, updates, reduction="add"))
+
+    data = torch.randn(300, 512, generator=generator).cuda()
+    indices = torch.randint(0, 512, (300, 700), generator=generator).cuda()
+    updates = torch.randn(300, 700, generator=generator).cuda()
+    run_case(
+        "non-contiguous views (transposed), float32 max",
+        data.T,
+        indices.T,
+        updates.T,
+        "max",
+        recording,
+    )
+
+    # Inputs made on a side stream just before the call: the kernel must be ordered after
+    # them (a 1 GiB fill is long enough for a kernel on another stream to overtake it).
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        big = torch.empty(1 << 28, device="cuda").fill_(1.0)
+        indices = torch.randint(0, 1 << 28, (1 << 20,), device="cuda")
+        updates = torch.full((1 << 20,), 2.0, device="cuda")
+    run_case(
+        "made on a side stream, called on it (1 GiB float32, mul)",
+        big,
+        indices,
+        updates,
+        "mul",
+        recording,
+        stream=side,
+    )
+
+    # What the cupy backend does not serve stays on the GPU and is refused: BackendError.
+    print("-- bfloat16 (no cupy kernels): refused, not sent to the host")
+    recording.calls.clear()
+    half = torch.ones(8, dtype=torch.bfloat16, device="cuda")
+    try:
+        scatterx.scatter_elements(half, torch.tensor([0], device="cuda"), half[:1])
+    except scatterx.BackendError as error:
+        check("scatterx.BackendError", not recording.calls, str(error).splitlines()[0])
+    except Exception as error:
+        check("scatterx.BackendError", False, f"{type(error).__name__}: {error}")
+    else:
+        check("scatterx.BackendError", False, "the call returned")
+
+if failures:
+    print(f"torch CUDA check FAILED: {len(failures)} check(s): {failures}")
+    sys.exit(1)
+print("torch CUDA check passed: zero-copy in and out, on the caller's device, in order")
+PY
+}
+
+if [ "$torch_step" = yes ]; then
+    echo "== torch CUDA tensors through the cupy backend (DLPack, no copy)"
+    torch_cuda_check || failed="$failed [torch CUDA: zero copy]"
+fi
 
 if [ -n "$failed" ]; then
     echo "gpu_check FAILED:$failed"
