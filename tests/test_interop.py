@@ -8,39 +8,11 @@ import numpy as np
 import pytest
 
 import scatterx
+from _recorder import Recorder
 from scatterx.backend import ScatterRequest
 from scatterx.testing import reference_scatter_elements, scoped_registry
 
 torch = pytest.importorskip("torch")
-
-
-class Recorder:
-    """The numpy backend under another name, keeping what it was handed and what it made."""
-
-    name = "recorder"
-    array_types = ("numpy:ndarray",)
-    priority = -1
-    version = "test"
-
-    def __init__(self) -> None:
-        from scatterx_numpy import backend
-
-        self.inner = backend
-        self.capabilities = backend.capabilities
-        self.requests: list[ScatterRequest] = []
-        self.results: list[np.ndarray[Any, Any]] = []
-
-    def available(self) -> str | None:
-        return None
-
-    def can_run(self, request: ScatterRequest) -> str | None:
-        return None
-
-    def scatter_elements(self, request: ScatterRequest) -> Any:
-        self.requests.append(request)
-        result = self.inner.scatter_elements(request)
-        self.results.append(result)
-        return result
 
 
 class TorchNative:

@@ -8,39 +8,11 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx.backend import ScatterRequest
+from _recorder import Recorder
 from scatterx.testing import reference_scatter_elements, scoped_registry
 
 jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
-
-
-class Spy:
-    """The numpy backend under another name, keeping the requests it ran."""
-
-    name = "spy"
-    array_types = ("numpy:ndarray",)
-    priority = -1
-    version = "test"
-
-    def __init__(self) -> None:
-        from scatterx_numpy import backend
-
-        self.inner = backend
-        self.capabilities = backend.capabilities
-        self.requests: list[ScatterRequest] = []
-        self.results: list[Any] = []
-
-    def available(self) -> str | None:
-        return None
-
-    def can_run(self, request: ScatterRequest) -> str | None:
-        return None
-
-    def scatter_elements(self, request: ScatterRequest) -> Any:
-        self.requests.append(request)
-        self.results.append(self.inner.scatter_elements(request))
-        return self.results[-1]
 
 
 def _case(columns: int = 4) -> tuple[np.ndarray[Any, Any], ...]:
@@ -54,7 +26,7 @@ def _case(columns: int = 4) -> tuple[np.ndarray[Any, Any], ...]:
 def test_eager_jax_arrays_both_ways_without_a_copy_never_written() -> None:
     data, indices, updates = _case(columns=1 << 14)  # 192 KiB: results this big are aligned
     arrays = [jnp.asarray(a) for a in (data, indices, updates)]
-    spy = Spy()
+    spy = Recorder()
     with scoped_registry(spy):
         result = scatterx.scatter_elements(*arrays, reduction="add")
     assert isinstance(result, jax.Array)
@@ -111,7 +83,7 @@ def test_vmap_batches_in_one_scatter(axis: int) -> None:
     if axis != 0:
         indices = rng.integers(0, 4, size=(5, 3, 6)).astype(np.int32)
     updates = rng.standard_normal(indices.shape).astype(np.float32)
-    spy = Spy()
+    spy = Recorder()
     with scoped_registry(spy):
         batched = jax.vmap(
             lambda d, i, u: scatterx.scatter_elements(d, i, u, axis=axis, reduction="add")
@@ -144,7 +116,7 @@ def test_nested_vmap_and_unbatched_arguments() -> None:
 
 def test_traced_calls_keep_the_backend_chosen_at_trace_time() -> None:
     data, indices, updates = (jnp.asarray(a) for a in _case())
-    spy = Spy()
+    spy = Recorder()
     with scoped_registry(spy):
         with scatterx.use_backend("numpy"):
             traced = jax.jit(lambda d, i, u: scatterx.scatter_elements(d, i, u))
@@ -159,7 +131,7 @@ def print_decision(data: Any, indices: Any, updates: Any) -> None:
     decision = scatterx.explain(data, indices, updates)
     assert decision.route is not None
     assert "jax.pure_callback" in decision.route
-    assert decision.backend == "spy"
+    assert decision.backend == "recorder"
 
 
 def test_checks_run_at_trace_time_and_bounds_at_run_time() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import REDUCTIONS, dtype_key, why_reduction_undefined
-from ._interop import Library, library_of
+from ._dtypes import DTYPE_KEYS, REDUCTIONS, dtype_key, why_reduction_undefined
+from ._interop import library_of
 from ._request import ScatterRequest
 
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
@@ -177,25 +177,9 @@ def _numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
     return dtype
 
 
-#: The dtype names other libraries share with NumPy (and ml_dtypes' bfloat16).
-_SHARED_NAMES = frozenset(
-    {
-        "bool",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-        "complex64",
-        "complex128",
-    }
-)
+#: The dtype names other libraries share with NumPy: the contract's numbers and bool
+#: (bfloat16 is ml_dtypes').
+_SHARED_NAMES = frozenset(DTYPE_KEYS[: DTYPE_KEYS.index("complex128") + 1]) - {"bfloat16"}
 
 
 def _named_dtype(name: str) -> np.dtype[Any] | None:
@@ -258,27 +242,7 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     the request's ``key``.
     """
     if type(data) is type(indices) is type(updates) is np.ndarray:
-        # The types too: axis=True must not pass as axis=1 remembered.
-        key = (
-            np.ndarray,
-            type(axis),
-            axis,
-            type(reduction),
-            reduction,
-            data.shape,
-            indices.shape,
-            updates.shape,
-            data.dtype,
-            indices.dtype,
-            updates.dtype,
-            "cpu",
-            "cpu",
-            "cpu",
-        )
-        checked_axis, dtype_key = _checked_key(key)
-        request = ScatterRequest(
-            data, indices, updates, checked_axis, reduction, "numpy:ndarray", dtype_key, "cpu", key
-        )
+        request = _request(data, indices, updates, axis, reduction, _ON_CPU, "numpy:ndarray")
     else:
         kind = type(data)
         library = library_of(kind)
@@ -286,7 +250,8 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
             type(indices) is kind is type(updates)
             or library_of(type(indices)) is library is library_of(type(updates))
         ):
-            request = _of_library(library, data, indices, updates, axis, reduction)
+            devices = library.devices(data, indices, updates)
+            request = _request(data, indices, updates, axis, reduction, devices, _type_name(kind))
         else:
             request = _validate(data, indices, updates, axis, reduction)
     if request.dtype_key in _STRING_KEYS:
@@ -295,11 +260,20 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     return request
 
 
-def _of_library(
-    library: Library, data: Any, indices: Any, updates: Any, axis: Any, reduction: Any
+_ON_CPU = ("cpu", "cpu", "cpu")
+
+
+def _request(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    axis: Any,
+    reduction: Any,
+    devices: tuple[Any, Any, Any],
+    array_type: str,
 ) -> ScatterRequest:
-    """The request of three arrays of one library other than NumPy (see :func:`normalise`)."""
-    devices = library.devices(data, indices, updates)
+    """The request of three arrays of one library, checked by their metadata (remembered)."""
+    # The types too: axis=True must not pass as axis=1 remembered.
     key = (
         type(data),
         type(axis),
@@ -315,7 +289,6 @@ def _of_library(
         *devices,
     )
     checked_axis, dtype_key = _checked_key(key)
-    array_type = _type_name(type(data))
     return ScatterRequest(
         data, indices, updates, checked_axis, reduction, array_type, dtype_key, devices[0], key
     )

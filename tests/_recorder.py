@@ -1,0 +1,37 @@
+"""A backend that records: the numpy backend under another name, first in priority."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from scatterx.backend import ScatterRequest
+
+
+class Recorder:
+    """Runs the numpy backend, keeping each request it was handed and each result it made."""
+
+    name = "recorder"
+    array_types = ("numpy:ndarray",)
+    priority = -1
+    version = "test"
+
+    def __init__(self) -> None:
+        from scatterx_numpy import backend
+
+        self.inner = backend
+        self.capabilities = backend.capabilities
+        self.requests: list[ScatterRequest] = []
+        self.results: list[np.ndarray[Any, Any]] = []
+
+    def available(self) -> str | None:
+        return None
+
+    def can_run(self, request: ScatterRequest) -> str | None:
+        return None
+
+    def scatter_elements(self, request: ScatterRequest) -> Any:
+        self.requests.append(request)
+        self.results.append(self.inner.scatter_elements(request))
+        return self.results[-1]
