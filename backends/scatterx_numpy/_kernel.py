@@ -146,9 +146,10 @@ def scatter_elements(request: ScatterRequest) -> Array:
     native = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
     if native.kind in "Tb":
         out, updates = _working_copy(data, native), _working_copy(request.updates, native)
+    elif native is data.dtype and data.nbytes < ALIGNED_FROM_BYTES:  # the small call's way
+        out, updates = data.copy(order="C"), request.updates
     else:
-        out = _copy(data, native)
-        updates = request.updates
+        out, updates = _copy(data, native), request.updates
     count = request.indices.size
     if count:
         flat = flat_positions(request.indices, data.shape, request.axis, count)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ._interop import NUMPY, TRACED, Library, library_of
 from ._jax import explain_traced, scatter_traced
 from ._registry import current
@@ -72,6 +74,17 @@ def scatter_elements(
     ...                           reduction="mul")
     array([1., 6., 1., 4.])
     """
+    if type(data) is not np.ndarray:
+        return _scatter_elements_routed(data, indices, updates, axis, reduction, backend)
+    # NumPy data: the indices and updates join it, or the checks refuse them; no route.
+    request = normalise(data, indices, updates, axis, reduction)
+    return choose(request, backend)[0].scatter_elements(request)
+
+
+def _scatter_elements_routed(
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, backend: Any
+) -> Any:
+    """:func:`scatter_elements` of arrays of another library: native, routed or traced."""
     early = carried_early(data, indices, updates)
     if early is not None:
         library, (carried_data, carried_indices, carried_updates) = early

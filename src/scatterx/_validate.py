@@ -286,7 +286,7 @@ def _request(
         data.dtype,
         indices.dtype,
         updates.dtype,
-        *devices,
+        devices,
     )
     checked_axis, dtype_key = _checked_key(key)
     return ScatterRequest(
@@ -314,9 +314,9 @@ Key = tuple[Any, ...]
 @lru_cache(maxsize=1024)
 def _checked(key: Key) -> tuple[int, str]:
     """The axis and dtype key of a call's metadata ``key`` (see :func:`normalise`)."""
-    _, _, axis, _, reduction, data, indices, updates, *dtypes, on_data, on_indices, on_updates = key
+    _, _, axis, _, reduction, data, indices, updates, *dtypes, devices = key
     reduction = _check_reduction(reduction)
-    _check_same_device(on_data, on_indices, on_updates)
+    _check_same_device(*devices)
     shapes = tuple(data), tuple(indices), tuple(updates)
     checked_axis = _check_shapes(*shapes, _check_axis_type(axis))
     return checked_axis, _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
