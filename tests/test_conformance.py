@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import pytest
@@ -25,10 +25,11 @@ from scatterx.testing.conformance import (
     _param,
     pytest_generate_tests,
     test_backend_matches_oracle,
+    test_missing_column_is_said,
 )
 from scatterx.testing.plugin import skip_or_fail_library
 
-__all__ = ["pytest_generate_tests", "test_backend_matches_oracle"]
+__all__ = ["pytest_generate_tests", "test_backend_matches_oracle", "test_missing_column_is_said"]
 
 SPEC = spec_cases()[0]  # float32, reduction none
 Result = Callable[[Any, scatterx.backend.ScatterRequest], Any]
@@ -328,3 +329,45 @@ def test_require_library_turns_the_skip_into_a_failure() -> None:
         skip_or_fail_library(required, "torch", "torch is not installed")
     with pytest.raises(pytest.skip.Exception, match="jax is not installed"):
         skip_or_fail_library(required, "jax", "jax is not installed")
+
+
+class _Options:
+    """The command-line options of a pytest config, as ``_columns`` reads them."""
+
+    def __init__(self, **given: list[str]) -> None:
+        self.given = given
+
+    def getoption(self, name: str) -> list[str]:
+        return self.given.get(name, [])
+
+
+class _Gone:
+    name = "gone"
+    array_types = ("numpy:ndarray",)
+    priority = 500
+    capabilities: ClassVar[dict[str, frozenset[str]]] = {}
+    version = "0"
+
+    def available(self) -> str | None:
+        return "no such thing here"
+
+    def can_run(self, request: Any) -> str | None:
+        return None
+
+    def scatter_elements(self, request: Any) -> Any:
+        msg = "an unavailable backend ran"
+        raise AssertionError(msg)
+
+
+def test_a_missing_backend_is_one_test_per_column_and_fails_where_required() -> None:
+    from scatterx.testing.conformance import _columns
+
+    options = {"--scatterx-backend": ["gone", "numpy"], "--scatterx-library": ["native"]}
+    with scoped_registry(_Gone()):
+        runs, missing = _columns(_Options(**options))  # type: ignore[arg-type]
+    assert runs == [("numpy", "native")]
+    assert missing == [(("gone", "native"), "gone is unavailable: no such thing here", "backend")]
+    with pytest.raises(pytest.skip.Exception, match=r"no such thing here \(\d+ cases\)"):
+        test_missing_column_is_said(missing[0], _Options())
+    with pytest.raises(pytest.fail.Exception, match="required backend 'gone'"):
+        test_missing_column_is_said(missing[0], _Options(**{"--require-backend": ["gone"]}))

@@ -36,7 +36,7 @@ import pytest
 
 from scatterx import backends
 from scatterx.testing import Case, all_cases, run_case
-from scatterx.testing._libraries import LIBRARIES, NATIVE, enable_jax_x64
+from scatterx.testing._libraries import LIBRARIES, NATIVE, enable_jax_x64, library
 from scatterx.testing.plugin import skip_or_fail, skip_or_fail_library
 
 CASES = all_cases()
@@ -67,24 +67,58 @@ def _param(backend: str, library: str, case: Case) -> Any:
     )
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "conformance_backend" not in metafunc.fixturenames:
-        return
-    config = metafunc.config
+Column = tuple[str, str]  # (backend, library or NATIVE)
+
+
+def _columns(config: pytest.Config) -> tuple[list[Column], list[tuple[Column, str, str]]]:
+    """The (backend, library) columns to run, and those that cannot run here: each with
+    why and what is missing (``"backend"`` or ``"library"``), said by one test instead of
+    one skip per case (thousands of skips cost the README's test command seconds)."""
     chosen = config.getoption("--scatterx-backend") or BACKENDS
+    records = {record.name: record for record in backends()}
     libraries = _chosen_libraries(config)
-    if "jax" in libraries:
-        # JAX's 64-bit dtypes, for the whole test process, before any JAX array is made:
-        # without x64 JAX would turn int64, float64 and complex128 data into 32-bit types
-        # (the JAX adapter skips those cases rather than let it).
-        enable_jax_x64()
-    params = [
-        _param(backend, library, case)
-        for backend in chosen
-        for library in libraries
-        for case in CASES
-    ]
-    metafunc.parametrize(("conformance_backend", "conformance_library", "case"), params)
+    runs: list[Column] = []
+    missing: list[tuple[Column, str, str]] = []
+    for backend in chosen:
+        for name in libraries:
+            record = records[backend]
+            why_library = None if name == NATIVE else library(name).available()
+            if not record.available:
+                missing.append(
+                    ((backend, name), f"{backend} is unavailable: {record.reason}", "backend")
+                )
+            elif why_library is not None:
+                missing.append(((backend, name), why_library, "library"))
+            else:
+                runs.append((backend, name))
+    return runs, missing
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    config = metafunc.config
+    if "conformance_backend" in metafunc.fixturenames:
+        runs, _ = _columns(config)
+        if any(name == "jax" for _, name in runs):
+            # JAX's 64-bit dtypes, for the whole test process, before any JAX array is
+            # made: without x64 JAX would turn int64, float64 and complex128 data into
+            # 32-bit types (the JAX adapter skips those cases rather than let it).
+            enable_jax_x64()
+        params = [_param(backend, name, case) for backend, name in runs for case in CASES]
+        metafunc.parametrize(("conformance_backend", "conformance_library", "case"), params)
+    elif "missing_column" in metafunc.fixturenames:
+        _, missing = _columns(config)
+        metafunc.parametrize(
+            "missing_column", missing, ids=["-".join(column) for column, _, _ in missing]
+        )
+
+
+def test_missing_column_is_said(missing_column: tuple[Column, str, str], pytestconfig: Any) -> None:
+    """A backend or library missing here: skipped once per column with why, or failed
+    where it is required."""
+    (backend, name), reason, what = missing_column
+    if what == "backend":
+        skip_or_fail(pytestconfig, backend, f"{reason} ({len(CASES)} cases)")
+    skip_or_fail_library(pytestconfig, name, f"{reason} ({len(CASES)} cases)")
 
 
 def test_backend_matches_oracle(
