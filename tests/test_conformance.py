@@ -331,16 +331,6 @@ def test_require_library_turns_the_skip_into_a_failure() -> None:
         skip_or_fail_library(required, "jax", "jax is not installed")
 
 
-class _Options:
-    """The command-line options of a pytest config, as ``_columns`` reads them."""
-
-    def __init__(self, **given: list[str]) -> None:
-        self.given = given
-
-    def getoption(self, name: str) -> list[str]:
-        return self.given.get(name, [])
-
-
 class _Gone:
     name = "gone"
     array_types = ("numpy:ndarray",)
@@ -362,12 +352,12 @@ class _Gone:
 def test_a_missing_backend_is_one_test_per_column_and_fails_where_required() -> None:
     from scatterx.testing.conformance import _columns
 
-    options = {"--scatterx-backend": ["gone", "numpy"], "--scatterx-library": ["native"]}
+    options = _Options(scatterx_backend=["gone", "numpy"], scatterx_library=["native"])
     with scoped_registry(_Gone()):
-        runs, missing = _columns(_Options(**options))  # type: ignore[arg-type]
+        runs, missing = _columns(cast(pytest.Config, options))
     assert runs == [("numpy", "native")]
     assert missing == [(("gone", "native"), "gone is unavailable: no such thing here", "backend")]
     with pytest.raises(pytest.skip.Exception, match=r"no such thing here \(\d+ cases\)"):
         test_missing_column_is_said(missing[0], _Options())
     with pytest.raises(pytest.fail.Exception, match="required backend 'gone'"):
-        test_missing_column_is_said(missing[0], _Options(**{"--require-backend": ["gone"]}))
+        test_missing_column_is_said(missing[0], _Options(require_backend=["gone"]))
