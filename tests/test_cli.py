@@ -15,6 +15,7 @@ import pytest
 
 import scatterx
 import scatterx_numba
+from _backends import UnavailableBackend
 from _subprocess import run_python
 from scatterx._bench.cases import (
     CASE_NAMES,
@@ -93,25 +94,6 @@ def test_check_fails_a_named_library_that_is_not_installed(
     why = "torch is unavailable: torch is not installed (pip install torch)"
     assert f"FAILED numpy+torch: {why}" in lines
     assert lines[-1] == "FAILED: 1 failure(s)"  # once for the column, not once per case
-
-
-class UnavailableBackend:
-    """Registered, never available."""
-
-    name = "never"
-    array_types = ("numpy:ndarray",)
-    priority = 1000
-    capabilities: Mapping[str, frozenset[str]] = {"float32": frozenset({"none"})}
-    version = "0"
-
-    def available(self) -> str | None:
-        return "it never is"
-
-    def can_run(self, request: scatterx.backend.ScatterRequest) -> str | None:
-        return None
-
-    def scatter_elements(self, request: scatterx.backend.ScatterRequest) -> Any:
-        raise AssertionError
 
 
 def test_check_fails_a_named_backend_that_is_unavailable(clean_selection: None) -> None:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 import numpy as np
 import pytest
 
 import scatterx
+from _backends import UnavailableBackend
 from scatterx.testing import (
     LIBRARIES,
     Case,
@@ -331,33 +332,15 @@ def test_require_library_turns_the_skip_into_a_failure() -> None:
         skip_or_fail_library(required, "jax", "jax is not installed")
 
 
-class _Gone:
-    name = "gone"
-    array_types = ("numpy:ndarray",)
-    priority = 500
-    capabilities: ClassVar[dict[str, frozenset[str]]] = {}
-    version = "0"
-
-    def available(self) -> str | None:
-        return "no such thing here"
-
-    def can_run(self, request: Any) -> str | None:
-        return None
-
-    def scatter_elements(self, request: Any) -> Any:
-        msg = "an unavailable backend ran"
-        raise AssertionError(msg)
-
-
 def test_a_missing_backend_is_one_test_per_column_and_fails_where_required() -> None:
     from scatterx.testing.conformance import _columns
 
-    options = _Options(scatterx_backend=["gone", "numpy"], scatterx_library=["native"])
-    with scoped_registry(_Gone()):
+    options = _Options(scatterx_backend=["never", "numpy"], scatterx_library=["native"])
+    with scoped_registry(UnavailableBackend()):
         runs, missing = _columns(cast(pytest.Config, options))
     assert runs == [("numpy", "native")]
-    assert missing == [(("gone", "native"), "gone is unavailable: no such thing here", "backend")]
-    with pytest.raises(pytest.skip.Exception, match=r"no such thing here \(\d+ cases\)"):
+    assert missing == [(("never", "native"), "never is unavailable: it never is", "backend")]
+    with pytest.raises(pytest.skip.Exception, match=r"it never is \(\d+ cases\)"):
         test_missing_column_is_said(missing[0], _Options())
-    with pytest.raises(pytest.fail.Exception, match="required backend 'gone'"):
-        test_missing_column_is_said(missing[0], _Options(require_backend=["gone"]))
+    with pytest.raises(pytest.fail.Exception, match="required backend 'never'"):
+        test_missing_column_is_said(missing[0], _Options(require_backend=["never"]))

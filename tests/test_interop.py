@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from _recorder import Recorder
+from _backends import Recorder
 from scatterx.backend import ScatterRequest
 from scatterx.testing import reference_scatter_elements, scoped_registry
 

@@ -1,7 +1,8 @@
-"""A backend that records: the numpy backend under another name, first in priority."""
+"""Backends for tests: one that records what it runs, one that is never available."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -35,3 +36,22 @@ class Recorder:
         self.requests.append(request)
         self.results.append(self.inner.scatter_elements(request))
         return self.results[-1]
+
+
+class UnavailableBackend:
+    """Registered, never available: what a missing backend looks like."""
+
+    name = "never"
+    array_types = ("numpy:ndarray",)
+    priority = 1000
+    capabilities: Mapping[str, frozenset[str]] = {"float32": frozenset({"none"})}
+    version = "0"
+
+    def available(self) -> str | None:
+        return "it never is"
+
+    def can_run(self, request: ScatterRequest) -> str | None:
+        return None
+
+    def scatter_elements(self, request: ScatterRequest) -> Any:
+        raise AssertionError
