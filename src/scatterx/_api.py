@@ -10,7 +10,8 @@ import numpy as np
 from ._interop import NUMPY, TRACED, Library, library_of
 from ._jax import explain_traced, scatter_traced
 from ._registry import current
-from ._select import Decision, choose, explain_request
+from ._request import ScatterRequest
+from ._select import Choice, Decision, choose, explain_request
 from ._validate import normalise
 
 
@@ -94,7 +95,12 @@ def _scatter_elements_routed(
     request = normalise(data, indices, updates, axis, reduction)
     if request.device is TRACED:
         return scatter_traced(request, backend)
-    chosen, route = choose(request, backend)
+    return run_chosen(choose(request, backend), request)
+
+
+def run_chosen(choice: Choice, request: ScatterRequest) -> Any:
+    """Run ``request`` on the backend chosen, natively or by its DLPack route."""
+    chosen, route = choice
     if route is None:
         return chosen.scatter_elements(request)
     if route.carrier == NUMPY:

@@ -61,11 +61,17 @@ def _family(name: str) -> str:
 def _columns(
     records: Sequence[BackendRecord], libraries: Sequence[str]
 ) -> list[tuple[str, str | None]]:
-    """(backend, library) for each column of the table; None: the backend's own arrays."""
-    from .testing._libraries import NATIVE
+    """(backend, library) for each column of the table; None: the backend's own arrays.
+
+    A backend whose arrays no library's are carried to (Dask's) has its own column only.
+    """
+    from .testing._libraries import NATIVE, device_for
 
     return [
-        (record.name, None if name == NATIVE else name) for record in records for name in libraries
+        (record.name, None if name == NATIVE else name)
+        for record in records
+        for name in libraries
+        if name == NATIVE or device_for(record.array_types) is not None
     ]
 
 

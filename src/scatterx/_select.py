@@ -221,6 +221,26 @@ def choose(request: ScatterRequest, backend: str | Sequence[str] | None = None) 
     return chosen
 
 
+def choose_for_blocks(request: ScatterRequest) -> Choice:
+    """The backend that runs an in-memory call a backend of chunked arrays makes from a task.
+
+    The configured choice (``use_backend``, ``set_backend``, ``SCATTERX_BACKEND``) holds
+    where it names backends that serve the blocks' type; where it names none (it names the
+    chunked backend itself, say), automatic priority decides. ``backend=`` of the user's
+    call chose the chunked backend and does not reach its tasks.
+    """
+    names, _ = _configured(None)
+    if names is not None:
+        known = registered()
+        serving = tuple(name for name in names if serves(known[name], request.data))
+        if serving:
+            return choose(request, serving)
+    chosen = _automatic(request)
+    if chosen is None:
+        raise BackendError(str(Decision.of(request, None, "automatic priority", None)))
+    return chosen
+
+
 @dataclass(frozen=True)
 class Decision:
     """Which backend a call would run on, and why each other backend would not.

@@ -360,6 +360,18 @@ def _check_string_values(array: Any, role: str) -> None:
 _NO_NA = object()
 
 
+def _known_shape(array: Any, role: str) -> Shape:
+    """The shape of ``array``, every size known: a lazy array may not know some yet."""
+    shape = tuple(array.shape)
+    if all(isinstance(size, (int, np.integer)) for size in shape):
+        return shape
+    msg = (
+        f"{role} has shape {shape}, with sizes not known yet (a Dask array after boolean "
+        f"indexing, say): compute them first, with {role}.compute_chunk_sizes() for Dask"
+    )
+    raise ValueError(msg)
+
+
 def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
     """The checks of a call that is not three plain NumPy arrays."""
     reduction = _check_reduction(reduction)
@@ -376,8 +388,9 @@ def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
         updates = np.asarray(updates, dtype=data.dtype)
     _check_same_library(data, indices, updates)
     device = _device(data)
-    shapes = (tuple(data.shape), tuple(indices.shape), tuple(updates.shape))
-    checked_axis = _check_shapes(*shapes, checked_axis)
+    shapes = tuple(_known_shape(a, r) for a, r in ((data, "data"), (indices, "indices")))
+    shapes += (_known_shape(updates, "updates"),)
+    checked_axis = _check_shapes(shapes[0], shapes[1], shapes[2], checked_axis)
     dtypes = (data.dtype, indices.dtype, updates.dtype)
     dtype_key = _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
     key: Hashable | None = (type(data), checked_axis, reduction, *shapes, *dtypes, device)

@@ -20,7 +20,7 @@ A backend annotated with the protocol is checked by mypy:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ __all__ = [
     "NumpyArrays",
     "ScatterRequest",
     "SkipsAutomatic",
+    "block_call",
     "dtype_key",
     "empty_aligned",
     "out_of_bounds_error",
@@ -95,6 +96,47 @@ def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     start = -buffer.ctypes.data % ALIGNMENT
     aligned: np.ndarray[Any, Any] = buffer[start : start + size].view(dtype).reshape(shape)
     return aligned
+
+
+def block_call(
+    data: Any, indices: Any, updates: Any, axis: int, reduction: str
+) -> tuple[str, Callable[[], Any]]:
+    """An in-memory call that a backend of chunked arrays makes from one of its tasks.
+
+    Validated as :func:`scatterx.scatter_elements` validates it, its backend chosen among
+    those serving the blocks' type (a configured choice holds where it names one of them,
+    else automatic priority), but not yet run: the chunked backend learns which backend
+    will run it (to share the cores with it, say) before it calls it.
+
+    Parameters
+    ----------
+    data, indices, updates : array
+        The blocks, in memory.
+    axis : int
+        The axis, non-negative.
+    reduction : str
+        The reduction.
+
+    Returns
+    -------
+    tuple of (str, callable)
+        The name of the backend chosen, and the call, which returns the result.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scatterx.backend import block_call
+    >>> name, run = block_call(np.zeros(3), np.array([2]), np.array([1.0]), 0, "add")
+    >>> name, run()
+    ('numpy', array([0., 0., 1.]))
+    """
+    from ._api import run_chosen
+    from ._select import choose_for_blocks
+    from ._validate import normalise
+
+    request = normalise(data, indices, updates, axis, reduction)
+    choice = choose_for_blocks(request)
+    return choice[0].name, lambda: run_chosen(choice, request)
 
 
 def unserved(

@@ -89,9 +89,16 @@ def _unmodified(
     return None
 
 
-def _call(backend: Backend, case: Case, arrays: tuple[Any, ...]) -> tuple[Any, Outcome | None]:
+def _call(
+    backend: Backend, case: Case, arrays: tuple[Any, ...], to_numpy: Callable[[Any], Any]
+) -> tuple[Any, Outcome | None]:
     try:
-        return scatter_elements(*arrays, backend=backend.name, **case.kwargs()), None
+        result = scatter_elements(*arrays, backend=backend.name, **case.kwargs())
+        if case.error is not None:
+            # A lazy result (Dask's) raises the errors that need values (index bounds)
+            # only when it is computed (contract section 8).
+            to_numpy(result)
+        return result, None
     except BackendError as exc:
         return None, _declined(backend, case, exc)
     except Exception as exc:
@@ -203,7 +210,7 @@ def run_case(backend_name: str, case: Case, library: str | None = None) -> Outco
             return made
         arrays, to_numpy, check = made, adapter.to_numpy, adapter.check_result
     before = [np.array(to_numpy(a), copy=True) for a in arrays]
-    result, outcome = _call(backend, case, arrays)
+    result, outcome = _call(backend, case, arrays, to_numpy)
     if outcome is None:
         outcome = _check_result(to_numpy, check, case, arrays, result)
     if outcome.status != "skipped":

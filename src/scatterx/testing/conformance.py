@@ -38,7 +38,7 @@ import pytest
 
 from scatterx import backends
 from scatterx.testing import Case, all_cases, run_case
-from scatterx.testing._libraries import LIBRARIES, NATIVE, enable_jax_x64, library
+from scatterx.testing._libraries import LIBRARIES, NATIVE, device_for, enable_jax_x64, library
 from scatterx.testing.plugin import skip_or_fail, skip_or_fail_library
 
 CASES = all_cases()
@@ -84,6 +84,8 @@ def _columns(config: pytest.Config) -> tuple[list[Column], list[tuple[Column, st
     for backend in chosen:
         for name in libraries:
             record = records[backend]
+            if name != NATIVE and device_for(record.array_types) is None:
+                continue  # no library's arrays are carried to this backend's (Dask's)
             why_library = None if name == NATIVE else library(name).available()
             if not record.available:
                 missing.append(
