@@ -1,0 +1,94 @@
+"""The task graph of a lazy scatter: a bounds guard, then one ordered fold per block.
+
+For each block of the result: if no update reaches its columns, it is a copy of data's block;
+else a chain of tasks folds the blocks of updates of its columns into data's block, in
+ascending axis order (the order of the contract), each task one in-memory call. Chains
+share no output element, so they run in parallel; each holds one block of the result,
+one of indices and one of updates at a time.
+
+Before any chain starts, a guard checks every index against the axis's bounds, on a
+clone of the indices' graph (so that no block of indices waits in memory for the
+chains): its tasks find each block's first bad index, a tree of small tasks the first of
+all, and the guard raises the contract's IndexError for it. Every block of the result
+waits for the guard, so any computation of the result (the whole or a part) reads every
+index once more, and raises for the first bad index of the whole, in C order.
+
+Tasks: one per block of indices for the guard (and its tree, a few percent more); when
+data is not chunked along the axis, one per block of indices and updates for the chains,
+so the graph grows as the number of blocks. When data has ``K`` chunks along the axis,
+every block of updates is read by the ``K`` blocks of its columns: ``K`` tasks per block
+of updates, each copying its block of the result once more.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from scatterx.backend import ScatterRequest
+
+from . import _tasks
+from ._plan import plan
+
+#: How many blocks' first bad indices one task of the guard's tree takes.
+FAN_IN = 32
+
+
+def _starts(sizes: tuple[int, ...]) -> list[int]:
+    return list(itertools.accumulate(sizes, initial=0))[:-1]
+
+
+def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int) -> str:
+    """Add the guard's tasks for ``indices`` (a clone); return the guard's key."""
+    starts = [_starts(sizes) for sizes in indices.chunks]
+    level = []
+    for block in itertools.product(*(range(n) for n in indices.numblocks)):
+        key = (f"{name}-check", *block)
+        offsets = tuple(starts[d][i] for d, i in enumerate(block))
+        graph[key] = (_tasks.first_bad, (indices.name, *block), offsets, indices.shape, size)
+        level.append(key)
+    depth = 0
+    while len(level) > 1:
+        depth += 1
+        groups = [level[i : i + FAN_IN] for i in range(0, len(level), FAN_IN)]
+        level = [(f"{name}-earliest-{depth}", i) for i in range(len(groups))]
+        for key, group in zip(level, groups, strict=True):
+            graph[key] = (_tasks.earliest, *group)
+    guard = f"{name}-guard"
+    graph[guard] = (_tasks.guard, level[0], axis, size)
+    return guard
+
+
+def tasks(
+    request: ScatterRequest, name: str, indices: Any, updates: Any, clone: Any
+) -> dict[Any, Any]:
+    """The graph's new tasks: the result's blocks are ``(name, *block)``.
+
+    ``indices`` and ``updates`` are rechunked by :func:`scatterx_dask._plan.plan`;
+    ``clone`` is a clone of the user's indices, for the guard.
+    """
+    data, axis, size = request.data, request.axis, request.axis_size
+    graph: dict[Any, Any] = {}
+    guard = _guard(graph, name, clone, axis, size)
+    columns = plan(data.chunks, indices.chunks, updates.chunks, axis).columns
+    axis_chunks = data.chunks[axis]
+    spans = [(lo, lo + n, size) for lo, n in zip(_starts(axis_chunks), axis_chunks, strict=True)]
+    whole_axis = len(spans) == 1
+    for block in itertools.product(*(range(n) for n in data.numblocks)):
+        out = (name, *block)
+        if any(block[d] >= columns[d] for d in range(data.ndim) if d != axis):
+            graph[out] = (_tasks.copied, (data.name, *block), axis, request.reduction)
+            continue
+        state: Any = (data.name, *block)
+        rows = indices.numblocks[axis]
+        for row in range(rows):
+            part = (*block[:axis], row, *block[axis + 1 :])
+            key = out if row == rows - 1 else (f"{name}-fold-{row}", *block)
+            checked = guard if row == 0 else None
+            args = ((indices.name, *part), (updates.name, *part), checked, axis, request.reduction)
+            if whole_axis:
+                graph[key] = (_tasks.step, state, *args)
+            else:
+                graph[key] = (_tasks.step_within, state, *args, spans[block[axis]])
+            state = key
+    return graph

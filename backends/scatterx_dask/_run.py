@@ -1,0 +1,45 @@
+"""One lazy scatter: plan the chunks, build the graph, return the result's Dask array."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from scatterx.backend import ScatterRequest
+
+from . import _graph, _tasks
+from ._plan import plan
+
+
+def _unknown_chunks(array: Any, role: str) -> None:
+    """Refuse chunk sizes not known yet (NaN): the blocks cannot be lined up."""
+    if any(size != size for sizes in array.chunks for size in sizes):
+        msg = (
+            f"{role} has chunks of unknown size: compute them first, with "
+            f"{role}.compute_chunk_sizes()"
+        )
+        raise ValueError(msg)
+
+
+def scatter_elements(request: ScatterRequest) -> Any:
+    """The lazy result of ``request`` (of Dask arrays): nothing is computed here."""
+    da: Any = importlib.import_module("dask.array")
+    from dask.base import tokenize
+    from dask.graph_manipulation import clone
+    from dask.highlevelgraph import HighLevelGraph
+
+    data, indices, updates = request.data, request.indices, request.updates
+    for array, role in ((data, "data"), (indices, "indices"), (updates, "updates")):
+        _unknown_chunks(array, role)
+    if request.n_updates == 0:
+        return data.map_blocks(_tasks.copied, request.axis, request.reduction, dtype=data.dtype)
+    chunks = plan(data.chunks, indices.chunks, updates.chunks, request.axis).index_chunks
+    indices_r, updates_r = indices.rechunk(chunks), updates.rechunk(chunks)
+    checked = clone(indices)
+    token = tokenize(data, indices, updates, request.axis, request.reduction)
+    name = f"scatter_elements-{token}"
+    layer = _graph.tasks(request, name, indices_r, updates_r, checked)
+    graph = HighLevelGraph.from_collections(
+        name, layer, dependencies=[data, indices_r, updates_r, checked]
+    )
+    return da.Array(graph, name, data.chunks, meta=data._meta)

@@ -1,0 +1,116 @@
+"""The functions that the tasks of a lazy scatter run, block by block.
+
+Every function here is at module level, so that a ``distributed`` worker can unpickle it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from scatterx.backend import block_call, out_of_bounds_error
+
+from ._cores import run_on_numba
+
+Array = np.ndarray[Any, Any]
+
+
+class BadIndex(NamedTuple):
+    """An index out of bounds: its flat position in C order, its value, its position."""
+
+    flat: int
+    value: int
+    position: tuple[int, ...]
+
+
+def first_bad(
+    block: Array, offsets: tuple[int, ...], shape: tuple[int, ...], size: int
+) -> BadIndex | None:
+    """The first index of ``block`` (in C order) outside ``[-size, size-1]``, or None.
+
+    ``offsets`` place the block in indices of ``shape``: C order within a block is the
+    order of the whole restricted to it, so the block's first is its first in the whole.
+    """
+    if block.size == 0 or (int(block.min()) >= -size and int(block.max()) < size):
+        return None
+    bad = (block < -size) | (block >= size)
+    local = np.unravel_index(int(np.argmax(bad)), block.shape)
+    position = tuple(int(i) + o for i, o in zip(local, offsets, strict=True))
+    flat = int(np.ravel_multi_index(position, shape))
+    return BadIndex(flat, int(block[local]), position)
+
+
+def earliest(*found: BadIndex | None) -> BadIndex | None:
+    """The first in C order of several blocks' first bad indices."""
+    bad = [b for b in found if b is not None]
+    return min(bad) if bad else None
+
+
+def guard(found: BadIndex | None, axis: int, size: int) -> None:
+    """Raise the contract's IndexError for the first bad index of the whole indices."""
+    if found is not None:
+        raise out_of_bounds_error(found.value, found.position, axis, size)
+
+
+def scatter_block(state: Array, indices: Array, updates: Array, axis: int, reduction: str) -> Any:
+    """One in-memory call, on the backend scatterx chooses for the blocks (numba on the
+    cores this task can take now: see :mod:`scatterx_dask._cores`)."""
+    name, run = block_call(state, indices, updates, axis, reduction)
+    return run_on_numba(run) if name == "numba" else run()
+
+
+def step(
+    state: Array,
+    indices: Array,
+    updates: Array,
+    checked: None,
+    axis: int,
+    reduction: str,
+) -> Any:
+    """Fold one block of updates into a block of the result that spans the whole axis.
+
+    ``checked`` is the bounds guard's value (None): it only orders this task after it.
+    """
+    return scatter_block(state, indices, updates, axis, reduction)
+
+
+def step_within(
+    state: Array,
+    indices: Array,
+    updates: Array,
+    checked: None,
+    axis: int,
+    reduction: str,
+    span: tuple[int, int, int],
+) -> Any:
+    """Fold one block of updates into a block of the result that spans ``[low, high)`` of an
+    axis of ``size``; updates aimed elsewhere are left out.
+
+    They are aimed at one extra slot after the block instead (a copy of its first slice, so
+    valid for every dtype), dropped after the call: the in-memory call keeps its order and
+    its bits, and needs no mask.
+    """
+    low, high, size = span
+    target = indices.astype(np.int64)
+    target[target < 0] += size
+    inside = (target >= low) & (target < high)
+    if not inside.any():
+        return state
+    target -= low
+    if inside.all():
+        return scatter_block(state, target, updates, axis, reduction)
+    spare = np.take(state, [0], axis=axis)
+    widened = np.concatenate([state, spare], axis=axis, dtype=state.dtype)  # keeps byte order
+    target[~inside] = high - low
+    result = scatter_block(widened, target, updates, axis, reduction)
+    kept = [slice(None)] * result.ndim
+    kept[axis] = slice(0, high - low)
+    return result[tuple(kept)]
+
+
+def copied(block: Array, axis: int, reduction: str) -> Any:
+    """A block of data, through an in-memory call with no update: as every backend copies
+    data (bool normalised to 0 and 1, say)."""
+    nothing = np.zeros((0,) * block.ndim, np.int64)
+    return scatter_block(block, nothing, nothing.astype(block.dtype), axis, reduction)
