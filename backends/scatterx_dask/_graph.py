@@ -6,7 +6,8 @@ ascending axis order (the order of the contract), each task one in-memory call. 
 share no output element, so they run in parallel; each holds one block of the result,
 one of indices and one of updates at a time.
 
-Before any chain starts, a guard checks every index against the axis's bounds, on a
+Before any chain starts (unless one in-memory call reads every index: it checks them
+itself), a guard checks every index against the axis's bounds, on a
 clone of the indices' graph (so that no block of indices waits in memory for the
 chains): its tasks find each block's first bad index, a tree of small tasks the first of
 all, and the guard raises the contract's IndexError for it. Every block of the result
@@ -23,6 +24,7 @@ of updates, each copying its block of the result once more.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from scatterx.backend import ScatterRequest
@@ -59,17 +61,28 @@ def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int)
     return guard
 
 
+def needs_guard(data: Any, indices: Any, axis: int) -> bool:
+    """Whether the result needs the guard: unless one in-memory call reads every index.
+
+    That call, with data not chunked along the axis and one block of indices (rechunked),
+    checks the bounds itself and raises for the first bad index of the whole (its block
+    starts at the origin); every other block of the result reads no index.
+    """
+    return data.numblocks[axis] > 1 or math.prod(indices.numblocks) > 1
+
+
 def tasks(
     request: ScatterRequest, name: str, indices: Any, updates: Any, clone: Any
 ) -> dict[Any, Any]:
     """The graph's new tasks: the result's blocks are ``(name, *block)``.
 
     ``indices`` and ``updates`` are rechunked by :func:`scatterx_dask._plan.plan`;
-    ``clone`` is a clone of the user's indices, for the guard.
+    ``clone`` is a clone of the user's indices, for the guard; None where no guard is
+    needed (see :func:`needs_guard`).
     """
     data, axis, size = request.data, request.axis, request.axis_size
     graph: dict[Any, Any] = {}
-    guard = _guard(graph, name, clone, axis, size)
+    guard = None if clone is None else _guard(graph, name, clone, axis, size)
     columns = plan(data.chunks, indices.chunks, updates.chunks, axis).columns
     axis_chunks = data.chunks[axis]
     spans = [(lo, lo + n, size) for lo, n in zip(_starts(axis_chunks), axis_chunks, strict=True)]

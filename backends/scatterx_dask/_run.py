@@ -35,11 +35,10 @@ def scatter_elements(request: ScatterRequest) -> Any:
         return data.map_blocks(_tasks.copied, request.axis, request.reduction, dtype=data.dtype)
     chunks = plan(data.chunks, indices.chunks, updates.chunks, request.axis).index_chunks
     indices_r, updates_r = indices.rechunk(chunks), updates.rechunk(chunks)
-    checked = clone(indices)
+    checked = clone(indices) if _graph.needs_guard(data, indices_r, request.axis) else None
     token = tokenize(data, indices, updates, request.axis, request.reduction)
     name = f"scatter_elements-{token}"
     layer = _graph.tasks(request, name, indices_r, updates_r, checked)
-    graph = HighLevelGraph.from_collections(
-        name, layer, dependencies=[data, indices_r, updates_r, checked]
-    )
+    inputs = [data, indices_r, updates_r] + ([] if checked is None else [checked])
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=inputs)
     return da.Array(graph, name, data.chunks, meta=data._meta)
