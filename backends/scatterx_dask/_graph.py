@@ -68,7 +68,7 @@ def needs_guard(data: Any, indices: Any, axis: int) -> bool:
     checks the bounds itself and raises for the first bad index of the whole (its block
     starts at the origin); every other block of the result reads no index.
     """
-    return data.numblocks[axis] > 1 or math.prod(indices.numblocks) > 1
+    return bool(data.numblocks[axis] > 1 or math.prod(indices.numblocks) > 1)
 
 
 def tasks(
