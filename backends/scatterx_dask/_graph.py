@@ -10,9 +10,10 @@ Before any chain starts (unless one in-memory call reads every index: it checks 
 itself), a guard checks every index against the axis's bounds, on a
 clone of the indices' graph (so that no block of indices waits in memory for the
 chains): its tasks find each block's first bad index, a tree of small tasks the first of
-all, and the guard raises the contract's IndexError for it. Every block of the result
-waits for the guard, so any computation of the result (the whole or a part) reads every
-index once more, and raises for the first bad index of the whole, in C order.
+all, and the guard raises the contract's IndexError for it. Every block of the result that
+updates reach waits for the guard, so any computation of such blocks (the whole result or
+a part) reads every index once more, and raises for the first bad index of the whole, in
+C order; a block that no update reaches reads no index and raises nothing.
 
 Tasks: one per block of indices for the guard (and its tree, a few percent more); when
 data is not chunked along the axis, one per block of indices and updates for the chains,
@@ -102,6 +103,6 @@ def tasks(
             if whole_axis:
                 graph[key] = (_tasks.step, state, *args)
             else:
-                graph[key] = (_tasks.step_within, state, *args, spans[block[axis]])
+                graph[key] = (_tasks.step_within, state, *args, spans[block[axis]], row == 0)
             state = key
     return graph

@@ -83,9 +83,11 @@ def step_within(
     axis: int,
     reduction: str,
     span: tuple[int, int, int],
+    first: bool,
 ) -> Any:
     """Fold one block of updates into a block of the result that spans ``[low, high)`` of an
-    axis of ``size``; updates aimed elsewhere are left out.
+    axis of ``size``; updates aimed elsewhere are left out. ``first``: ``state`` is data's
+    block, not yet copied.
 
     They are aimed at one extra slot after the block instead (a copy of its first slice, so
     valid for every dtype), dropped after the call: the in-memory call keeps its order and
@@ -95,8 +97,8 @@ def step_within(
     target = indices.astype(np.int64)
     target[target < 0] += size
     inside = (target >= low) & (target < high)
-    if not inside.any():
-        return state
+    if not inside.any():  # data's own block, first: copied as every backend copies it
+        return copied(state, axis, reduction) if first else state
     target -= low
     if inside.all():
         return scatter_block(state, target, updates, axis, reduction)
