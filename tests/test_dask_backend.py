@@ -428,3 +428,29 @@ def test_raw_bools_in_a_chunk_no_update_reaches(reduction: str) -> None:
     arrays = (data, np.array([0, 1]), np.array([True, False]))  # nothing reaches [3:6]
     result, expected = _both(arrays, (3, 3, 3), reduction=reduction)
     assert first_difference(result.compute(), expected) is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: da.random.randint(-9, 9, (40, 6), chunks=(10, -1)),
+        lambda: da.random.default_rng(0).integers(-9, 9, (40, 6), chunks=(10, -1)),
+        lambda: (da.arange(240).reshape(40, 6) % 18 - 9).rechunk((15, 2)),
+    ],
+    ids=["random-randint", "generator-integers", "arange-rechunked"],
+)
+def test_indices_from_fused_graphs_are_checked_and_scattered(make: Callable[[], Any]) -> None:
+    """The guard reads its own copy of the indices' graph; random and rechunked graphs
+    (whose tasks dask fuses when it optimises) give the same values to both."""
+    indices = make()
+    data = da.ones((40, 9), dtype=np.float64, chunks=(10, 3))
+    updates = da.arange(240, dtype=np.float64).reshape(40, 6).rechunk((20, 3))
+    result = scatterx.scatter_elements(data, indices, updates, axis=1, reduction="add")
+    arrays = (data.compute(), indices.compute(), updates.compute())
+    expected = scatterx.scatter_elements(*arrays, axis=1, reduction="add", backend="numpy")
+    assert result.compute().tobytes() == expected.tobytes()
+    shifted = arrays[1] - 1  # some -10s: out of bounds
+    position = np.unravel_index(int(np.argmax(shifted < -9)), shifted.shape)
+    message = str(out_of_bounds_error(-10, tuple(map(int, position)), 1, 9))
+    with pytest.raises(IndexError, match=re.escape(message)):
+        scatterx.scatter_elements(data, indices - 1, updates, axis=1).compute()

@@ -21,11 +21,32 @@ def _unknown_chunks(array: Any, role: str) -> None:
         raise ValueError(msg)
 
 
+def _renamed(key: Any, token: str) -> Any:
+    return (f"{key[0]}-{token}", *key[1:]) if isinstance(key, tuple) else f"{key}-{token}"
+
+
+def _clone(array: Any, token: str) -> Any:
+    """``array`` with a graph of its own: the same tasks under new keys, computed again.
+
+    (``dask.graph_manipulation.clone`` leaves some tasks' own keys and dependencies the
+    old ones, for ``da.random``'s layers and rechunks, which task fusion then trips over.)
+    """
+    import dask.array as da
+    from dask._task_spec import convert_legacy_graph
+    from dask.highlevelgraph import HighLevelGraph
+
+    tasks = convert_legacy_graph(dict(array.__dask_graph__()))
+    names = {key: _renamed(key, token) for key in tasks}
+    graph = {names[key]: task.substitute(names, key=names[key]) for key, task in tasks.items()}
+    name = _renamed(array.name, token)
+    layers = HighLevelGraph({name: graph}, {name: set()})
+    return da.Array(layers, name, array.chunks, meta=array._meta)  # type: ignore[no-untyped-call]
+
+
 def scatter_elements(request: ScatterRequest) -> Any:
     """The lazy result of ``request`` (of Dask arrays): nothing is computed here."""
     da: Any = importlib.import_module("dask.array")
     from dask.base import tokenize
-    from dask.graph_manipulation import clone
     from dask.highlevelgraph import HighLevelGraph
 
     data, indices, updates = request.data, request.indices, request.updates
@@ -35,8 +56,9 @@ def scatter_elements(request: ScatterRequest) -> Any:
         return data.map_blocks(_tasks.copied, request.axis, request.reduction, dtype=data.dtype)
     chunks = plan(data.chunks, indices.chunks, updates.chunks, request.axis).index_chunks
     indices_r, updates_r = indices.rechunk(chunks), updates.rechunk(chunks)
-    checked = clone(indices) if _graph.needs_guard(data, indices_r, request.axis) else None
     token = tokenize(data, indices, updates, request.axis, request.reduction)
+    needed = _graph.needs_guard(data, indices_r, request.axis)
+    checked = _clone(indices, f"checked-{token}") if needed else None
     name = f"scatter_elements-{token}"
     layer = _graph.tasks(request, name, indices_r, updates_r, checked)
     inputs = [data, indices_r, updates_r] + ([] if checked is None else [checked])
