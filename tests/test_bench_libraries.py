@@ -149,10 +149,11 @@ def test_bench_help_names_the_library_options(capsys: pytest.CaptureFixture[str]
         bench_main(["--help"])
     assert stopped.value.code == 0
     out = capsys.readouterr().out
-    assert "--library {numpy,torch,jax}" in out
+    assert "--library {numpy,torch,jax,dask}" in out
+    assert "--dask-workers N" in out
     assert "--small-calls N" in out
 
 
 def test_an_unknown_library_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown library 'dask'"):
-        require_library("dask")
+    with pytest.raises(ValueError, match="unknown library 'mxnet'"):
+        require_library("mxnet")

@@ -2,6 +2,8 @@
 
 ``--library torch`` / ``--library jax``: scatterx on that library's arrays against the same
 call on NumPy arrays and against the library's own scatter (:mod:`.library_table`).
+``--library dask``: the lazy call on Dask arrays against the in-memory numba call, and the
+scaling case on a ``distributed.LocalCluster`` (:mod:`.dask_bench`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from .cases import (
     make_case,
     median_ms,
 )
+from .dask_bench import DaskRun, print_dask
+from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .libraries import LIBRARIES, arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
 from .report import Row, record, write_json
@@ -58,7 +62,39 @@ def _parser() -> argparse.ArgumentParser:
         choices=LIBRARIES,
         help="repeatable (default: numpy). numpy: the table of backends, peers and copy floor; "
         "torch, jax: scatterx on that library's CPU arrays against the same call on NumPy "
-        "arrays and against the library's own scatter, and the 3x3 call on both",
+        "arrays and against the library's own scatter, and the 3x3 call on both; dask: "
+        "the lazy call on Dask arrays (persist, compute) against the numba call on the same "
+        "NumPy arrays, then the scaling case on a LocalCluster",
+    )
+    dask = parser.add_argument_group("--library dask")
+    dask.add_argument(
+        "--dask-chunk-size",
+        default=CHUNK_SIZE,
+        metavar="SIZE",
+        help="dask's array.chunk-size for the 'auto' dimensions (the scatter axis is whole) "
+        "and the scaling case's blocks of rows (default: %(default)s)",
+    )
+    dask.add_argument(
+        "--dask-scaling-gib",
+        type=float,
+        default=ScalingConfig.gib,
+        metavar="GIB",
+        help="the scaling case's float32 data in GiB, generated on the workers "
+        "(default: %(default)s; 0 skips the case)",
+    )
+    dask.add_argument(
+        "--dask-memory-limit",
+        default=ScalingConfig.memory_limit,
+        metavar="SIZE",
+        help="each worker's memory limit in the scaling case (default: %(default)s)",
+    )
+    dask.add_argument(
+        "--dask-workers",
+        type=int,
+        action="append",
+        metavar="N",
+        help="repeatable: a LocalCluster of N one-thread worker processes for the scaling "
+        "case (default: 1 and 2)",
     )
     parser.add_argument(
         "--small-calls",
@@ -155,26 +191,53 @@ class _Progress:
         )
 
 
-def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str], list[LibraryRun]]:
+def _scaling_config(args: argparse.Namespace) -> ScalingConfig | None:
+    if args.dask_scaling_gib == 0:
+        return None
+    workers = tuple(dict.fromkeys(args.dask_workers or ScalingConfig.workers))
+    return ScalingConfig(
+        gib=args.dask_scaling_gib,
+        memory_limit=args.dask_memory_limit,
+        workers=workers,
+        chunk_size=args.dask_chunk_size,
+    )
+
+
+Run = LibraryRun | DaskRun
+
+
+def _move(run: Run, case: BenchCase) -> BenchCase:
+    return run.move(case) if isinstance(run, DaskRun) else to_library(case, run.library)
+
+
+def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str], list[Run]]:
     backend_names = _backend_names(args.backend)
     contestants = _Contestants(backend_names)
     libraries = list(dict.fromkeys(args.library or ["numpy"]))
-    runs = []
+    runs: list[Run] = []
     for library in libraries:
         try:
             require_library(library)
         except Unavailable as why:
             contestants.skip(f"library {library}", str(why))
             continue
-        if library != "numpy":
+        if library == "dask":
+            runs.append(DaskRun(args.dask_chunk_size, _scaling_config(args)))
+        elif library != "numpy":
             runs.append(LibraryRun(library, backend_names))
     standard = "numpy" in libraries
     rows: list[Row] = []
     columns: list[str] = [FLOOR] if standard else []
     cases = args.case or CASE_NAMES
     reductions = args.reduction or ("none", "add", "max")
-    small = len(runs) if args.small_calls > 0 else 0
-    progress = _Progress(len(cases) * len(reductions) * (standard + len(runs)) + small)
+    small_runs = [run for run in runs if isinstance(run, LibraryRun)]
+    small = len(small_runs) if args.small_calls > 0 else 0
+    scaling = sum(
+        len(run.scaling_config.workers)
+        for run in runs
+        if isinstance(run, DaskRun) and run.scaling_config is not None
+    )
+    progress = _Progress(len(cases) * len(reductions) * (standard + len(runs)) + small + scaling)
     for name in cases:
         case = make_case(name, args.size)
         for reduction in reductions if standard else ():
@@ -184,19 +247,22 @@ def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str], list[Libra
             rows.append((name, reduction, times))
         for run in runs:
             with arrays_of(run.library):
-                moved = to_library(case, run.library)  # once per case
+                moved = _move(run, case)  # once per case
                 for reduction in reductions:
                     progress(f"{name} {reduction} on {run.library}")
                     run.time_row(case, moved, reduction, args.repeat, contestants.skip)
             del moved
-    for run in runs if small else ():
+    for run in small_runs if small else ():
         progress(f"3x3 spec example on {run.library}")
         with arrays_of(run.library):
             run.time_small_call(args.small_calls, contestants.skip)
+    for run in runs:
+        if isinstance(run, DaskRun):
+            run.time_scaling(progress)
     return rows, columns, runs
 
 
-def _plots(path: str, standard: bool, runs: list[LibraryRun]) -> dict[str, str]:
+def _plots(path: str, standard: bool, runs: list[Run]) -> dict[str, str]:
     """Where each table is drawn: the first at ``path``, the others beside it (run-torch.png)."""
     names = (["numpy"] if standard else []) + [run.library for run in runs]
     target = Path(path)
@@ -222,6 +288,8 @@ def main(argv: list[str]) -> int:
         parser.error(f"--plot needs matplotlib: {BENCH_EXTRA}")
     if args.small_calls < 0:
         parser.error("--small-calls must be 0 or more")
+    if args.dask_scaling_gib < 0 or any(n < 1 for n in args.dask_workers or ()):
+        parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
     load = [_load()]
     rows, columns, runs = _measure(args)
     load.append(_load())
@@ -230,7 +298,10 @@ def main(argv: list[str]) -> int:
     for run in runs:
         if rows or run is not runs[0]:
             print()
-        print_library(run)
+        if isinstance(run, DaskRun):
+            print_dask(run)
+        else:
+            print_library(run)
     if None not in load:
         # Other processes on the machine take its cores: the reader should know.
         print(f"load average (1 min) at the start {load[0]:.2f}, at the end {load[1]:.2f}")
@@ -247,6 +318,8 @@ def main(argv: list[str]) -> int:
             if rows:
                 plot(paths["numpy"], data)
             for run in runs:
+                if not run.rows:  # a dask run of the scaling case alone
+                    continue
                 plot(paths[run.library], {**data, **data["libraries"][run.library]})
                 print(f"bench: drew {paths[run.library]}", file=sys.stderr)
     return 0

@@ -4,6 +4,7 @@
 arrays and on NumPy arrays side by side (performance.md: within 1.1x, at most 5 microseconds
 more on the 3x3 call), and the library's own scatter beside them: ``torch.scatter`` /
 ``torch.scatter_reduce(include_self=True)``, and ``.at[].set/add/max`` under ``jax.jit``.
+Dask arrays (``--library dask``), lazy, have a table of their own: :mod:`.dask_bench`.
 """
 
 from __future__ import annotations
@@ -19,14 +20,18 @@ from scatterx import BackendError, scatter_elements
 
 from .cases import BenchCase, Call, Unavailable, make_call, require
 
-LIBRARIES = ("numpy", "torch", "jax")
+LIBRARIES = ("numpy", "torch", "jax", "dask")
 PEER = {"torch": "torch.scatter_reduce", "jax": "jax .at[] jit"}
 PEER_NOTE = {
     "torch": "torch.scatter for none, torch.scatter_reduce(include_self=True) otherwise",
     "jax": ".at[].set/add/max(mode='promise_in_bounds') under jax.jit, compiled beforehand; "
     "the order of duplicate indices under set is unspecified: a speed peer only",
 }
-_INSTALL = {"torch": "pip install torch", "jax": "pip install 'scatterx[jax]'"}
+_INSTALL = {
+    "torch": "pip install torch",
+    "jax": "pip install 'scatterx[jax]'",
+    "dask": "pip install 'scatterx[dask]'",
+}
 _JAX_AT = {"none": "set", "add": "add", "mul": "multiply", "max": "max", "min": "min"}
 
 
@@ -65,13 +70,18 @@ def arrays_of(library: str) -> Iterator[None]:
 
 
 def to_library(case: BenchCase, library: str) -> BenchCase:
-    """``case`` with its arrays made once in ``library``: zero-copy for torch, copied for JAX.
+    """``case`` with its arrays made once in ``library``: zero-copy for torch, copied for JAX,
+    Dask arrays chunked as :func:`.dask_bench.to_dask` does by default.
 
     JAX arrays are made inside :func:`arrays_of`, which keeps their int64 indices.
     """
     require_library(library)
     if library == "numpy":
         return case
+    if library == "dask":
+        from .dask_bench import to_dask
+
+        return to_dask(case)
     if library == "torch":
         import torch
 

@@ -40,6 +40,8 @@ def _versions() -> dict[str, str]:
         "torch",
         "jax",
         "jaxlib",
+        "dask",
+        "distributed",
     ):
         try:
             found[name] = version(name)
