@@ -56,21 +56,25 @@ def test_describe_chunks() -> None:
 
 
 @pytest.mark.parametrize("name", ["square-random", "last-axis-sparse"])
-def test_to_dask_keeps_the_axis_whole_and_sizes_the_rest_by_the_chunk_size(
-    dask_array: Any, name: str
-) -> None:
+def test_to_dask_keeps_the_axis_whole_and_chunks_like_data(dask_array: Any, name: str) -> None:
     case = make_case(name, 1 / 16)
     moved = to_dask(case, "64KiB")
+    data = moved.data
     for made, source in zip(moved.arrays, case.arrays, strict=True):
         assert isinstance(made, dask_array.Array)
         assert made.dtype == source.dtype
         assert made.chunks[case.axis] == (source.shape[case.axis],)  # the axis whole
         assert made.npartitions > 1  # the other dimension cut by dask
-        block = max(np.prod([max(c) for c in made.chunks]) * made.dtype.itemsize, 0)
-        # "auto" keeps blocks near the size; an axis longer than it is kept whole anyway.
-        axis_bytes = source.shape[case.axis] * made.dtype.itemsize
-        assert block <= max(64 * 1024, axis_bytes), made.chunks
         np.testing.assert_array_equal(made.compute(scheduler="sync"), source)
+        # Indices and updates: data's chunks off the axis, cut to their length.
+        for d, sizes in enumerate(made.chunks):
+            if d != case.axis:
+                edges = np.cumsum(sizes)
+                assert set(edges) <= {*np.cumsum(data.chunks[d]), source.shape[d]}, made.chunks
+    # "auto" keeps data's blocks near the size; an axis longer than it is kept whole anyway.
+    block = np.prod([max(c) for c in data.chunks]) * data.dtype.itemsize
+    axis_bytes = case.data.shape[case.axis] * data.dtype.itemsize
+    assert block <= max(64 * 1024, axis_bytes), data.chunks
     assert to_library(case, "dask").data.chunks[case.axis] == (case.data.shape[case.axis],)
 
 

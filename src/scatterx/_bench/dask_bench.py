@@ -17,6 +17,7 @@ The scaling case is :mod:`.dask_scaling`'s.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Callable
@@ -43,13 +44,31 @@ def axis_whole(ndim: int, axis: int) -> dict[int, int | str]:
     return {d: -1 if d == axis else "auto" for d in range(ndim)}
 
 
+def _cut(sizes: tuple[int, ...], length: int) -> tuple[int, ...]:
+    """Chunk ``sizes`` cut to the first ``length`` positions."""
+    ends = [min(end, length) for end in itertools.accumulate(sizes)]
+    return tuple(b - a for a, b in zip([0, *ends], ends, strict=False) if b > a) or (length,)
+
+
 def to_dask(case: BenchCase, chunk_size: str = CHUNK_SIZE) -> BenchCase:
-    """``case`` as Dask arrays: each of the three with its axis whole and its other
-    dimensions chunked by dask's ``"auto"`` under ``array.chunk-size`` = ``chunk_size``."""
+    """``case`` as Dask arrays, as docs/backends/dask.md recommends: data with its axis
+    whole and its other dimensions chunked by dask's ``"auto"`` under ``array.chunk-size``
+    = ``chunk_size``; indices and updates with data's chunks off the axis (cut to their
+    length), their axis whole."""
     require_library("dask")
     dask, da = _module("dask"), _module("dask.array")
     with dask.config.set({"array.chunk-size": chunk_size}):
-        return case.to(lambda a: da.from_array(a, chunks=axis_whole(a.ndim, case.axis)))
+        data = da.from_array(case.data, chunks=axis_whole(case.data.ndim, case.axis))
+
+    def like_data(array: Any) -> Any:
+        if array is case.data:
+            return data
+        chunks = tuple(
+            -1 if d == case.axis else _cut(data.chunks[d], n) for d, n in enumerate(array.shape)
+        )
+        return da.from_array(array, chunks=chunks)
+
+    return case.to(like_data)
 
 
 def lazy_call(moved: BenchCase, reduction: str) -> Callable[[], Any]:
