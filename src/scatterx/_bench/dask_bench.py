@@ -294,7 +294,10 @@ def _print_rows(run: DaskRun) -> None:
         "persist: the graph built and its blocks computed, kept as a Dask array; compute: "
         "that and dask's copy of the blocks into one NumPy array"
     )
-    print(f"chunks (dask's 'auto' under array.chunk-size {run.chunk_size}, the axis whole):")
+    print(
+        f"chunks (the axis whole; data's other dimensions by dask's 'auto' under "
+        f"array.chunk-size {run.chunk_size}, indices' and updates' like data's):"
+    )
     rows = [["case", "data", "indices", "updates", "tasks"]]
     for name, seen in run.layouts.items():
         cells = [f"{seen.chunks[r]} ({seen.blocks[r]})" for r in ("data", "indices", "updates")]
