@@ -4,8 +4,9 @@ The result has data's chunks. Updates that meet at one element differ only in th
 coordinate, so each block of the result reads the updates of its own *columns*: the
 positions off the axis that it covers. Indices and updates are rechunked off the axis to
 data's chunks (cut where they end, since they may be shorter than data there), and along
-the axis into pieces that keep one block of indices no larger than the largest block of
-the three inputs.
+the axis into the fewest pieces that keep one block of indices no larger than the largest
+block of the three inputs: each piece is one task of a column's fold, which copies its
+block of the result once, so small chunks along the axis are merged.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def _largest_block(chunks: Chunks) -> int:
 
 
 def _split(sizes: tuple[int, ...], most: int) -> tuple[int, ...]:
-    """``sizes`` with each chunk longer than ``most`` split into pieces of ``most`` or less."""
+    """``sizes`` with each chunk longer than ``most`` split into pieces of ``most`` (the last
+    one shorter)."""
     pieces: list[int] = []
     for size in sizes:
         whole, rest = divmod(size, most)
@@ -56,6 +58,6 @@ def plan(data: Chunks, indices: Chunks, updates: Chunks, axis: int) -> Plan:
     chunks = [sizes if d == axis else _cut(data[d], shape[d]) for d, sizes in enumerate(data)]
     row = math.prod(max(sizes) for d, sizes in enumerate(chunks) if d != axis)
     budget = max(_largest_block(data), _largest_block(indices), _largest_block(updates))
-    chunks[axis] = _split(indices[axis], max(1, budget // max(row, 1)))
+    chunks[axis] = _split((shape[axis],), max(1, budget // max(row, 1)))
     columns = tuple(len(data[d]) if d == axis else len(c) for d, c in enumerate(chunks))
     return Plan(tuple(chunks), columns)
