@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import scatterx
+from _subprocess import run_python
 from scatterx.backend import out_of_bounds_error
 from scatterx.testing import Case, all_cases, error_cases, first_difference, run_case
 from scatterx_dask import DaskBackend, _cores, _plan, few_chunks, test_chunks
@@ -454,3 +455,23 @@ def test_indices_from_fused_graphs_are_checked_and_scattered(make: Callable[[], 
     message = str(out_of_bounds_error(-10, tuple(map(int, position)), 1, 9))
     with pytest.raises(IndexError, match=re.escape(message)):
         scatterx.scatter_elements(data, indices - 1, updates, axis=1).compute()
+
+
+def test_import_and_numpy_calls_do_not_load_dask() -> None:
+    code = (
+        "import sys, numpy as np, scatterx, scatterx_dask\n"
+        "scatterx.backends(); scatterx_dask.backend.available()\n"
+        "scatterx.scatter_elements(np.zeros(3), np.array([1]), np.array([2.0]))\n"
+        "print('dask' in sys.modules)"
+    )
+    assert run_python(code).strip() == "False"
+
+
+def test_available_says_why_without_dask(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "dask" else real(name, *a)
+    )
+    assert DaskBackend().available() == "dask is not installed (pip install 'scatterx[dask]')"
