@@ -31,7 +31,7 @@ from typing import Any
 from scatterx.backend import ScatterRequest
 
 from . import _tasks
-from ._plan import plan
+from ._plan import Plan
 
 #: How many blocks' first bad indices one task of the guard's tree takes.
 FAN_IN = 32
@@ -73,18 +73,20 @@ def needs_guard(data: Any, indices: Any, axis: int) -> bool:
 
 
 def tasks(
-    request: ScatterRequest, name: str, indices: Any, updates: Any, clone: Any
+    request: ScatterRequest, name: str, lined_up: Plan, arrays: tuple[Any, Any], clone: Any
 ) -> dict[Any, Any]:
     """The graph's new tasks: the result's blocks are ``(name, *block)``.
 
-    ``indices`` and ``updates`` are rechunked by :func:`scatterx_dask._plan.plan`;
+    ``arrays`` are indices and updates rechunked as ``lined_up`` (see
+    :func:`scatterx_dask._plan.plan`) says;
     ``clone`` is a clone of the user's indices, for the guard; None where no guard is
     needed (see :func:`needs_guard`).
     """
     data, axis, size = request.data, request.axis, request.axis_size
     graph: dict[Any, Any] = {}
     guard = None if clone is None else _guard(graph, name, clone, axis, size)
-    columns = plan(data.chunks, indices.chunks, updates.chunks, axis).columns
+    indices, updates = arrays
+    columns = lined_up.columns
     axis_chunks = data.chunks[axis]
     spans = [(lo, lo + n, size) for lo, n in zip(_starts(axis_chunks), axis_chunks, strict=True)]
     whole_axis = len(spans) == 1

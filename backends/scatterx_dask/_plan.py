@@ -24,16 +24,16 @@ class Plan(NamedTuple):
     columns: tuple[int, ...]  # per dimension: data's blocks that updates reach (axis: all)
 
 
-def _cut(sizes: tuple[int, ...], length: int) -> tuple[int, ...]:
+def cut(sizes: tuple[int, ...], length: int) -> tuple[int, ...]:
     """``sizes`` (data's chunks on a dimension) cut to the first ``length`` positions."""
-    cut: list[int] = []
+    pieces: list[int] = []
     left = length
     for size in sizes:
         if left <= 0:
             break
-        cut.append(min(size, left))
-        left -= cut[-1]
-    return tuple(cut)
+        pieces.append(min(size, left))
+        left -= pieces[-1]
+    return tuple(pieces)
 
 
 def _largest_block(chunks: Chunks) -> int:
@@ -55,7 +55,7 @@ def _split(sizes: tuple[int, ...], most: int) -> tuple[int, ...]:
 def plan(data: Chunks, indices: Chunks, updates: Chunks, axis: int) -> Plan:
     """The chunks for indices and updates (of non-empty shape) against data's chunks."""
     shape = tuple(sum(sizes) for sizes in indices)
-    chunks = [sizes if d == axis else _cut(data[d], shape[d]) for d, sizes in enumerate(data)]
+    chunks = [sizes if d == axis else cut(data[d], shape[d]) for d, sizes in enumerate(data)]
     row = math.prod(max(sizes) for d, sizes in enumerate(chunks) if d != axis)
     budget = max(_largest_block(data), _largest_block(indices), _largest_block(updates))
     chunks[axis] = _split((shape[axis],), max(1, budget // max(row, 1)))

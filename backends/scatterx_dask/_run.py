@@ -11,16 +11,6 @@ from . import _graph, _tasks
 from ._plan import plan
 
 
-def _unknown_chunks(array: Any, role: str) -> None:
-    """Refuse chunk sizes not known yet (NaN): the blocks cannot be lined up."""
-    if any(size != size for sizes in array.chunks for size in sizes):
-        msg = (
-            f"{role} has chunks of unknown size: compute them first, with "
-            f"{role}.compute_chunk_sizes()"
-        )
-        raise ValueError(msg)
-
-
 def _renamed(key: Any, token: str) -> Any:
     return (f"{key[0]}-{token}", *key[1:]) if isinstance(key, tuple) else f"{key}-{token}"
 
@@ -49,18 +39,18 @@ def scatter_elements(request: ScatterRequest) -> Any:
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
 
+    # Unknown chunk sizes (NaN) were refused with the shapes, by the front-end's checks.
     data, indices, updates = request.data, request.indices, request.updates
-    for array, role in ((data, "data"), (indices, "indices"), (updates, "updates")):
-        _unknown_chunks(array, role)
     if request.n_updates == 0:
         return data.map_blocks(_tasks.copied, request.axis, request.reduction, dtype=data.dtype)
-    chunks = plan(data.chunks, indices.chunks, updates.chunks, request.axis).index_chunks
-    indices_r, updates_r = indices.rechunk(chunks), updates.rechunk(chunks)
+    lined_up = plan(data.chunks, indices.chunks, updates.chunks, request.axis)
+    indices_r = indices.rechunk(lined_up.index_chunks)
+    updates_r = updates.rechunk(lined_up.index_chunks)
     token = tokenize(data, indices, updates, request.axis, request.reduction)
     needed = _graph.needs_guard(data, indices_r, request.axis)
     checked = _clone(indices, f"checked-{token}") if needed else None
     name = f"scatter_elements-{token}"
-    layer = _graph.tasks(request, name, indices_r, updates_r, checked)
+    layer = _graph.tasks(request, name, lined_up, (indices_r, updates_r), checked)
     inputs = [data, indices_r, updates_r] + ([] if checked is None else [checked])
     graph = HighLevelGraph.from_collections(name, layer, dependencies=inputs)
     return da.Array(graph, name, data.chunks, meta=data._meta)

@@ -17,7 +17,6 @@ The scaling case is :mod:`.dask_scaling`'s.
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scatterx import BackendError, scatter_elements
+from scatterx_dask._plan import cut
 
 from .cases import BenchCase, Call, Unavailable
 from .dask_scaling import CHUNK_SIZE, ScalingConfig, ScalingResult, _module, run_scaling
@@ -44,12 +44,6 @@ def axis_whole(ndim: int, axis: int) -> dict[int, int | str]:
     return {d: -1 if d == axis else "auto" for d in range(ndim)}
 
 
-def _cut(sizes: tuple[int, ...], length: int) -> tuple[int, ...]:
-    """Chunk ``sizes`` cut to the first ``length`` positions."""
-    ends = [min(end, length) for end in itertools.accumulate(sizes)]
-    return tuple(b - a for a, b in zip([0, *ends], ends, strict=False) if b > a) or (length,)
-
-
 def to_dask(case: BenchCase, chunk_size: str = CHUNK_SIZE) -> BenchCase:
     """``case`` as Dask arrays, as docs/backends/dask.md recommends: data with its axis
     whole and its other dimensions chunked by dask's ``"auto"`` under ``array.chunk-size``
@@ -64,7 +58,7 @@ def to_dask(case: BenchCase, chunk_size: str = CHUNK_SIZE) -> BenchCase:
         if array is case.data:
             return data
         chunks = tuple(
-            -1 if d == case.axis else _cut(data.chunks[d], n) for d, n in enumerate(array.shape)
+            -1 if d == case.axis else cut(data.chunks[d], n) for d, n in enumerate(array.shape)
         )
         return da.from_array(array, chunks=chunks)
 
