@@ -125,15 +125,6 @@ def test_torch_conjugate_and_negative_bits_are_resolved() -> None:
     assert "resolving the conjugate or negative bit copies" in str(decision.route)
 
 
-def test_torch_requires_grad_is_refused_until_gradients() -> None:
-    data = torch.zeros(3, requires_grad=True)
-    with pytest.raises(TypeError, match=r"data requires grad.*data\.detach\(\)"):
-        scatterx.scatter_elements(data, torch.tensor([1]), torch.ones(1))
-    updates = torch.ones(1, requires_grad=True)
-    with pytest.raises(TypeError, match="updates requires grad"):
-        scatterx.scatter_elements(torch.zeros(3), torch.tensor([1]), updates)
-
-
 def test_torch_sparse_is_refused() -> None:
     with pytest.raises(TypeError, match=r"sparse_coo tensor: pass data\.to_dense\(\)"):
         scatterx.scatter_elements(torch.zeros(3).to_sparse(), torch.tensor([1]), torch.ones(1))

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import Backend, ScatterRequest, unserved
+from scatterx.backend import Backend, Request, ScatterRequest, unserved
 
 from ._compile import SERVED
 from ._fast import fast_paths_enabled, set_fast_paths
@@ -99,7 +99,7 @@ class CupyBackend:
             return "cupy sees no CUDA device"
         return None
 
-    def can_run(self, request: ScatterRequest) -> str | None:
+    def can_run(self, request: Request) -> str | None:
         """None when the kernels serve the dtype and reduction, else why not."""
         return unserved(SERVED, request, _DECLINED)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import DTYPE_REDUCTIONS, Backend, ScatterRequest
+from scatterx.backend import DTYPE_REDUCTIONS, Backend, Request, ScatterRequest
 
 Array = np.ndarray[Any, Any]
 Chunker = Callable[[Array], Any]
@@ -83,7 +83,7 @@ class DaskBackend:
             self._unavailable = (why,)
         return self._unavailable[0]
 
-    def can_run(self, request: ScatterRequest) -> str | None:
+    def can_run(self, request: Request) -> str | None:
         return None
 
     def scatter_elements(self, request: ScatterRequest) -> Any:

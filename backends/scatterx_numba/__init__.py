@@ -12,7 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import DTYPE_REDUCTIONS, Backend, NumpyArrays, ScatterRequest, unserved
+from scatterx.backend import (
+    DTYPE_REDUCTIONS,
+    Backend,
+    NumpyArrays,
+    Request,
+    ScatterRequest,
+    unserved,
+)
 
 from . import _runtime
 
@@ -60,7 +67,7 @@ class NumbaBackend(NumpyArrays):
         # Not cached: a fork can make a process unable to run numba's threads.
         return self._unavailable[0] or _runtime.fork_problem()
 
-    def can_run(self, request: ScatterRequest) -> str | None:
+    def can_run(self, request: Request) -> str | None:
         return unserved(self.capabilities, request)
 
     def skip_automatic(self, request: ScatterRequest) -> str | None:

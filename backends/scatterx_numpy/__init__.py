@@ -1,4 +1,5 @@
-"""The NumPy reference backend: every dtype and reduction of the contract, vectorised."""
+"""The NumPy reference backend: every dtype and reduction of the contract, and gather,
+vectorised."""
 
 from __future__ import annotations
 
@@ -7,9 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import DTYPE_REDUCTIONS, Backend, NumpyArrays, ScatterRequest
+from scatterx.backend import (
+    DTYPE_REDUCTIONS,
+    Backend,
+    GatherRequest,
+    NumpyArrays,
+    Request,
+    ScatterRequest,
+)
 
-from ._kernel import scatter_elements
+from ._kernel import gather_elements, scatter_elements
 
 
 class NumpyBackend(NumpyArrays):
@@ -26,11 +34,14 @@ class NumpyBackend(NumpyArrays):
     def available(self) -> str | None:
         return None
 
-    def can_run(self, request: ScatterRequest) -> str | None:
+    def can_run(self, request: Request) -> str | None:
         return None
 
     def scatter_elements(self, request: ScatterRequest) -> np.ndarray[Any, Any]:
         return scatter_elements(request)
+
+    def gather_elements(self, request: GatherRequest) -> np.ndarray[Any, Any]:
+        return gather_elements(request)
 
 
 backend: Backend = NumpyBackend()

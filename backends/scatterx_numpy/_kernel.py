@@ -1,4 +1,5 @@
-"""Vectorised ScatterElements on NumPy: flat int64 target positions, then put or ufunc.at."""
+"""Vectorised ScatterElements on NumPy: flat int64 target positions, then put or ufunc.at;
+GatherElements: the same positions, then take."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import ALIGNED_FROM_BYTES, ScatterRequest, empty_aligned, out_of_bounds_error
+from scatterx.backend import (
+    ALIGNED_FROM_BYTES,
+    GatherRequest,
+    ScatterRequest,
+    empty_aligned,
+    out_of_bounds_error,
+)
 
 Array = np.ndarray[Any, Any]
 
@@ -173,3 +180,20 @@ def _apply(out: Array, flat: Array, updates: Array, reduction: str, dtype: np.dt
         # accumulate exactly as the contract's loop does. Integer overflow wraps silently.
         with np.errstate(all="ignore"):
             _UFUNCS[reduction].at(out, flat, values)
+
+
+def gather_elements(request: GatherRequest) -> Array:
+    """Gather ``request`` on NumPy arrays: a new C-ordered array of ``indices``' shape.
+
+    bool is read as canonical 0/1 bytes, whatever bytes ``data`` held, as the scatter does.
+    """
+    data: Array = request.data
+    indices: Array = request.indices
+    if data.dtype.kind == "b":
+        data = np.not_equal(data.view(np.uint8), 0)
+    count = indices.size
+    if count == 0:
+        return np.empty(indices.shape, dtype=request.data.dtype)
+    flat = flat_positions(indices, data.shape, request.axis, count)
+    out: Array = data.take(flat).reshape(indices.shape)
+    return out

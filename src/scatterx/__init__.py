@@ -1,10 +1,10 @@
-"""scatterx: ONNX ScatterElements, with the same answer on every backend.
+"""scatterx: ONNX ScatterElements and GatherElements, with the same answer on every backend.
 
 Backend authors: the seam is :mod:`scatterx.backend`.
 """
 
 from . import backend
-from ._api import explain, scatter_elements
+from ._api import explain, explain_gather, gather_elements, scatter_elements
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError
 from ._registry import BackendRecord, backends, register_backend
@@ -24,6 +24,8 @@ __all__ = [
     "backends",
     "dtype_key",
     "explain",
+    "explain_gather",
+    "gather_elements",
     "register_backend",
     "scatter_elements",
     "set_backend",

@@ -1,4 +1,4 @@
-"""scatter_elements() and explain(): normalise, validate, select, run."""
+"""scatter_elements(), gather_elements() and explain(): normalise, validate, select, run."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from . import _torch_grad
 from ._interop import NUMPY, TRACED, Library, library_of
-from ._jax import explain_traced, scatter_traced
+from ._jax import explain_traced, gather_traced, scatter_traced
 from ._registry import current
-from ._request import ScatterRequest
+from ._request import GatherRequest, Request
 from ._select import Choice, Decision, choose, explain_request
 from ._validate import normalise
+from ._validate_gather import normalise_gather
 
 
 def scatter_elements(
@@ -95,23 +97,89 @@ def _scatter_elements_routed(
     request = normalise(data, indices, updates, axis, reduction)
     if request.device is TRACED:
         return scatter_traced(request, backend)
+    if _torch_grad.records(request):
+        return _torch_grad.scatter(request, backend)
     return run_chosen(choose(request, backend), request)
 
 
-def run_chosen(choice: Choice, request: ScatterRequest) -> Any:
+def gather_elements(
+    data: Any, indices: Any, /, *, axis: int = 0, backend: str | Sequence[str] | None = None
+) -> Any:
+    """ONNX GatherElements (opset 13): the elements of ``data`` that ``indices`` point at.
+
+    For each position ``i`` of ``indices``, with ``j = i`` except ``j[axis] = indices[i]``
+    (negative values count from the end), ``out[i] = data[j]``. Every backend returns
+    the same bits (see the contract, section 10).
+
+    Parameters
+    ----------
+    data : array
+        The array to read; at least one dimension.
+    indices : array of int32 or int64
+        Same rank as ``data``; no longer than ``data`` on every dimension but ``axis``.
+    axis : int, optional
+        The axis that ``indices`` index; negative counts from the end.
+    backend : str or sequence of str, optional
+        The backend(s) to use, tried in order; wins over ``use_backend``,
+        ``set_backend`` and ``SCATTERX_BACKEND``.
+
+    Returns
+    -------
+    array
+        A new array of the shape of ``indices``, and of the library, device and dtype of
+        ``data``.
+
+    Raises
+    ------
+    ValueError, TypeError, IndexError
+        For bad input, before anything is computed (see the contract, sections 4 and 10).
+    scatterx.BackendError
+        When the backend(s) named cannot run the call; the message says why.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> data = np.array([[1, 2], [3, 4]])
+    >>> scatterx.gather_elements(data, np.array([[0, 0], [1, 0]]), axis=1)
+    array([[1, 1],
+           [4, 3]])
+    >>> scatterx.gather_elements(np.array([10.0, 20.0, 30.0]), np.array([-1, 0, 0]))
+    array([30., 10., 10.])
+    """
+    if type(data) is not np.ndarray:
+        return _gather_elements_routed(data, indices, axis, backend)
+    request = normalise_gather(data, indices, axis)
+    return run_chosen(choose(request, backend), request)
+
+
+def _gather_elements_routed(data: Any, indices: Any, axis: Any, backend: Any) -> Any:
+    """:func:`gather_elements` of arrays of another library: native, routed or traced."""
+    request = normalise_gather(data, indices, axis)
+    if request.device is TRACED:
+        return gather_traced(request, backend)
+    if _torch_grad.records(request):
+        return _torch_grad.gather(request, backend)
+    return run_chosen(choose(request, backend), request)
+
+
+def run_chosen(choice: Choice, request: Request) -> Any:
     """Run ``request`` on the backend chosen, natively or by its DLPack route."""
     chosen, route = choice
     if route is None:
-        return chosen.scatter_elements(request)
+        return _run(chosen, request)
     if route.carrier == NUMPY:
-        return route.back(chosen.scatter_elements(route.carry(request)), request)
+        return route.back(_run(chosen, route.carry(request)), request)
     with route.library.running(request.data):  # CUDA: the caller's device and stream
-        return route.back(chosen.scatter_elements(route.carry(request)), request)
+        return route.back(_run(chosen, route.carry(request)), request)
 
 
-def carried_early(
-    data: Any, indices: Any, updates: Any
-) -> tuple[Library, tuple[Any, Any, Any]] | None:
+def _run(backend: Any, request: Request) -> Any:
+    if isinstance(request, GatherRequest):
+        return backend.gather_elements(request)
+    return backend.scatter_elements(request)
+
+
+def carried_early(data: Any, indices: Any, updates: Any) -> tuple[Library, tuple[Any, ...]] | None:
     """The arrays of a library carried to NumPy before anything else, where that gives the
     decision the DLPack route would give, only sooner; else None.
 
@@ -172,7 +240,43 @@ def explain(
     >>> print(str(decision).splitlines()[1])
       numpy: runs
     """
-    request = normalise(data, indices, updates, axis, reduction)
+    return _explain(normalise(data, indices, updates, axis, reduction), backend)
+
+
+def _explain(request: Request, backend: Any) -> Decision:
     if request.device is TRACED:
         return explain_traced(request, backend)
+    if _torch_grad.records(request):  # the forward runs on the detached tensors
+        request = _torch_grad.detached(request)
     return explain_request(request, backend)
+
+
+def explain_gather(
+    data: Any, indices: Any, /, *, axis: int = 0, backend: str | Sequence[str] | None = None
+) -> Decision:
+    """Say which backend would run this gather and why each other one would not.
+
+    Validates the call as :func:`gather_elements` does, but computes nothing.
+
+    Parameters
+    ----------
+    data, indices : array
+        As for :func:`gather_elements`.
+    axis : int, optional
+        As for :func:`gather_elements`.
+    backend : str or sequence of str, optional
+        As for :func:`gather_elements`.
+
+    Returns
+    -------
+    Decision
+        The backend that would run (or None) and each other backend's reason.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> decision = scatterx.explain_gather(np.zeros(3), np.array([1]), backend="numpy")
+    >>> decision.backend, decision.call
+    ('numpy', 'gather_elements(numpy:ndarray float64 (3,), indices (1,), axis=0)')
+    """
+    return _explain(normalise_gather(data, indices, axis), backend)

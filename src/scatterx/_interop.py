@@ -12,8 +12,9 @@ carry something, or carries it too slowly for a small call:
 - PyTorch: ``Tensor.numpy()`` and ``torch.from_numpy`` share memory as DLPack does, at
   about a quarter of the cost (0.7 and 0.5 microseconds against 2.4 and 1.4); NumPy's DLPack
   cannot import bfloat16, so bfloat16 goes through an int16 view; the conjugate and negative
-  bits are resolved first (a copy, which the route says); a tensor with ``requires_grad`` is
-  refused until scatterx has gradients; CUDA work is ordered on torch's current stream.
+  bits are resolved first (a copy, which the route says); tensors that require grad reach
+  a route detached, their call recorded by autograd (:mod:`scatterx._torch_grad`); CUDA
+  work is ordered on torch's current stream.
 - JAX: on the CPU ``numpy.asarray`` is a read-only view of the buffer (bfloat16 included);
   results go back through ``jax.numpy.from_dlpack``, which copies unless the buffer is
   64-byte aligned (bfloat16, which JAX's DLPack refuses, through ``jax.device_put``);
@@ -32,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._request import ScatterRequest
+from ._request import Request
 
 NUMPY = "numpy:ndarray"
 CUPY = "cupy:ndarray"
@@ -57,9 +58,9 @@ class Library:
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def devices(self, data: Array, indices: Array, updates: Array) -> tuple[Any, Any, Any]:
+    def devices(self, *arrays: Array) -> tuple[Any, ...]:
         """The arrays' devices, as the array API standard's ``device`` attribute gives them."""
-        return data.device, indices.device, updates.device
+        return tuple(a.device for a in arrays)
 
     def memory(self, array: Array) -> str | None:
         """``"cpu"`` or ``"cuda"``: what kind of memory holds ``array``; None if neither."""
@@ -71,25 +72,25 @@ class Library:
 
     #: Carries arrays to NumPy before validation where that can only succeed for arrays
     #: the NumPy route takes as they are (see ``scatterx._api.carried_early``); or None.
-    early: Callable[[Array, Array, Array], tuple[Array, Array, Array] | None] | None = None
+    early: Callable[..., Arrays | None] | None = None
 
-    def refuse(self, data: Array, indices: Array, updates: Array) -> None:
+    def refuse(self, *arrays: Array) -> None:
         """Raise TypeError for arrays that cannot be carried (none, by default).
 
         Called by the conversions, where they fail or before they start.
         """
 
-    def copies(self, request: ScatterRequest) -> str | None:
+    def copies(self, request: Request) -> str | None:
         """What carrying ``request`` copies, if anything (said by ``explain``)."""
         return None
 
     def to_numpy(self, arrays: Arrays, dtype_key: str) -> Arrays:
-        """Data, indices and updates as NumPy arrays sharing their memory."""
+        """The arrays (data, indices and any updates) as NumPy arrays sharing their memory."""
         return tuple(np.from_dlpack(a) for a in arrays)
 
     def to_cupy(self, arrays: Arrays, dtype_key: str) -> Arrays:
-        """Data, indices and updates as CuPy arrays sharing their memory (CuPy orders the
-        hand-over on its current stream)."""
+        """The arrays as CuPy arrays sharing their memory (CuPy orders the hand-over on its
+        current stream)."""
         import cupy
 
         return tuple(cupy.from_dlpack(a) for a in arrays)
@@ -132,25 +133,19 @@ class _Torch(Library):
         return kind if kind in CARRIERS else None
 
     @staticmethod
-    def early(data: Array, indices: Array, updates: Array) -> tuple[Array, Array, Array] | None:
-        """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16)."""
+    def early(*arrays: Array) -> Arrays | None:
+        """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
+        a tensor that requires grad: :mod:`scatterx._torch_grad` takes those)."""
         try:
-            return data.numpy(), indices.numpy(), updates.numpy()
+            return tuple(a.numpy() for a in arrays)
         except (RuntimeError, TypeError):
             return None
 
-    def refuse(self, data: Array, indices: Array, updates: Array) -> None:
+    def refuse(self, *arrays: Array) -> None:
         strided = self._strided
-        if data.requires_grad or updates.requires_grad:
-            role = "data" if data.requires_grad else "updates"
-            msg = (
-                f"{role} requires grad: scatterx does not differentiate yet; pass "
-                f"{role}.detach() to scatter the values without a gradient"
-            )
-            raise TypeError(msg)
-        if data.layout is strided is indices.layout is updates.layout:
+        if all(array.layout is strided for array in arrays):
             return
-        for role, array in (("data", data), ("indices", indices), ("updates", updates)):
+        for role, array in zip(("data", "indices", "updates"), arrays, strict=False):
             if array.layout is not strided:
                 msg = f"{role} is a {array.layout} tensor: pass {role}.to_dense()"
                 raise TypeError(msg)
@@ -159,26 +154,23 @@ class _Torch(Library):
     def _strided(self) -> Any:
         return _torch().strided
 
-    def copies(self, request: ScatterRequest) -> str | None:
-        arrays = (request.data, request.updates)
-        if any(a.is_conj() or a.is_neg() for a in arrays):
+    def copies(self, request: Request) -> str | None:
+        if any(a.is_conj() or a.is_neg() for a in request.arrays):
             return "resolving the conjugate or negative bit copies"
         return None
 
     def to_numpy(self, arrays: Arrays, dtype_key: str) -> Arrays:
-        data, indices, updates = arrays
         if dtype_key != "bfloat16":
             try:
-                return data.numpy(), indices.numpy(), updates.numpy()
+                return tuple(a.numpy() for a in arrays)
             except (RuntimeError, TypeError):  # a flag set (checked here: off the fast path)
                 self.refuse(*arrays)
-                return _resolved(data).numpy(), indices.numpy(), _resolved(updates).numpy()
+                return tuple(_resolved(a).numpy() for a in arrays)
         self.refuse(*arrays)
         int16, bfloat16 = _torch().int16, _bfloat16()
-        return (
-            _resolved(data).view(int16).numpy().view(bfloat16),
-            indices.numpy(),
-            _resolved(updates).view(int16).numpy().view(bfloat16),
+        return tuple(
+            a.numpy() if i == 1 else _resolved(a).view(int16).numpy().view(bfloat16)
+            for i, a in enumerate(arrays)  # indices (the second) are integers
         )
 
     def to_cupy(self, arrays: Arrays, dtype_key: str) -> Arrays:
@@ -240,11 +232,10 @@ def _bfloat16() -> np.dtype[Any]:
 class _Jax(Library):
     """JAX arrays: see the module docstring. Tracers have no device: they are TRACED."""
 
-    def devices(self, data: Array, indices: Array, updates: Array) -> tuple[Any, Any, Any]:
-        arrays = (data, indices, updates)
+    def devices(self, *arrays: Array) -> tuple[Any, ...]:
         if any(_is_tracer(a) for a in arrays):
-            return TRACED, TRACED, TRACED  # concrete arrays join the trace as constants
-        return data.device, indices.device, updates.device
+            return (TRACED,) * len(arrays)  # concrete arrays join the trace as constants
+        return tuple(a.device for a in arrays)
 
     def memory(self, array: Array) -> str | None:
         platform = array.device.platform
@@ -339,28 +330,15 @@ class Route(NamedTuple):
     carrier: str
     copies: str | None
 
-    def carry(self, request: ScatterRequest) -> ScatterRequest:
+    def carry(self, request: Request) -> Request:
         """``request`` with its arrays carried: the request a carrier backend runs."""
-        arrays = request.data, request.indices, request.updates
         if self.carrier == NUMPY:
-            data, indices, updates = self.library.to_numpy(arrays, request.dtype_key)
-            device: Any = "cpu"
-        else:
-            data, indices, updates = self.library.to_cupy(arrays, request.dtype_key)
-            device = data.device
-        return ScatterRequest(
-            data,
-            indices,
-            updates,
-            request.axis,
-            request.reduction,
-            self.carrier,
-            request.dtype_key,
-            device,
-            request.key,
-        )
+            arrays = self.library.to_numpy(request.arrays, request.dtype_key)
+            return request.with_arrays(arrays, self.carrier, "cpu")
+        arrays = self.library.to_cupy(request.arrays, request.dtype_key)
+        return request.with_arrays(arrays, self.carrier, arrays[0].device)
 
-    def back(self, result: Array, request: ScatterRequest) -> Array:
+    def back(self, result: Array, request: Request) -> Array:
         """A carrier backend's ``result`` as an array of the caller's library and device."""
         return self.library.back(result, request.data, request.dtype_key)
 
@@ -369,7 +347,7 @@ class Route(NamedTuple):
         return f"{self.source} ({self.device}) -> {self.carrier} by DLPack, {how}"
 
 
-def route_for(request: ScatterRequest) -> Route | str | None:
+def route_for(request: Request) -> Route | str | None:
     """The route of ``request`` to a carrier type; a reason when there is none.
 
     None when the arrays are a carrier type already (NumPy, CuPy) or are traced by JAX
@@ -395,7 +373,7 @@ def route_for(request: ScatterRequest) -> Route | str | None:
 _ROUTES: dict[tuple[type, Hashable], Route | str] = {}
 
 
-def _new_route(library: Library, request: ScatterRequest) -> Route | str:
+def _new_route(library: Library, request: Request) -> Route | str:
     memory = library.memory(request.data)
     if memory is None:
         return (

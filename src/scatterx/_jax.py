@@ -1,72 +1,135 @@
 """JAX traces: inside ``jax.jit``, ``jax.vmap`` or ``jax.grad`` a call runs as a host callback.
 
 A traced value has a shape and a dtype but no buffer, so the call is checked (contract
-section 4) and its backend chosen at trace time, on stand-in NumPy arrays of the same
-metadata, and computed when the traced function runs, by ``jax.pure_callback`` on the
-host: JAX hands the callback NumPy arrays and takes its NumPy result back.
+sections 4 and 10) and its backend chosen at trace time, on stand-in NumPy arrays of the
+same metadata, and computed when the traced function runs, by ``jax.pure_callback`` on
+the host: JAX hands the callback NumPy arrays and takes its NumPy result back.
 
 Under ``jax.vmap`` the callback gets every argument with the batch dimensions in front
-(``vmap_method="broadcast_all"``), and one scatter along the shifted axis does the whole
+(``vmap_method="broadcast_all"``), and one call along the shifted axis does the whole
 batch: batch coordinates, like every coordinate but the axis, are kept.
+
+Each traced call is a ``jax.custom_vjp`` function: its gradient (contract section 9) is
+made of scatterx calls and ``jax.numpy``, by :mod:`scatterx._grad`, so ``jax.grad`` of a
+gradient works too.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from ._request import ScatterRequest
+from ._grad import Rules, gather_vjp, scatter_vjp
+from ._request import GatherRequest, Request, ScatterRequest
 from ._select import Decision, _configured, choose, explain_request
 
 ROUTE = "jax trace -> numpy:ndarray by jax.pure_callback (a host callback), at run time"
 
 
-def stand_in(request: ScatterRequest) -> ScatterRequest:
+def stand_in(request: Request) -> Request:
     """A NumPy request with ``request``'s metadata, on arrays that hold no memory."""
-    arrays = [
-        np.broadcast_to(np.zeros((), dtype=np.dtype(a.dtype)), a.shape)
-        for a in (request.data, request.indices, request.updates)
-    ]
-    return request._replace(
-        data=arrays[0],
-        indices=arrays[1],
-        updates=arrays[2],
-        array_type="numpy:ndarray",
-        device="cpu",
-        key=None,
+    arrays = tuple(
+        np.broadcast_to(np.zeros((), dtype=np.dtype(a.dtype)), a.shape) for a in request.arrays
     )
+    return request.with_arrays(arrays, "numpy:ndarray", "cpu")._replace(key=None)
 
 
-def explain_traced(request: ScatterRequest, backend: Any) -> Decision:
+def explain_traced(request: Request, backend: Any) -> Decision:
     """The decision the host callback of a traced call will make."""
     decision = explain_request(stand_in(request), backend)
     return Decision(decision.backend, decision.source, decision.call, decision.reasons, ROUTE)
 
 
 def scatter_traced(request: ScatterRequest, backend: Any) -> Any:
-    """The traced result of a call on traced JAX values: a host callback."""
-    import jax
-
-    from ._api import scatter_elements
-
+    """The traced result of a scatter of traced JAX values: a differentiable host callback."""
     choose(stand_in(request), backend)  # a backend named that cannot run raises now
     names, _ = _configured(backend)  # use_backend and the rest, as at trace time
-    axis, reduction, rank = request.axis, request.reduction, len(request.shape)
+    return _scatter(request.axis, request.reduction, names)(*request.arrays)
 
-    def host(data: Any, indices: Any, updates: Any) -> Any:
+
+def gather_traced(request: GatherRequest, backend: Any) -> Any:
+    """The traced result of a gather of traced JAX values: a differentiable host callback."""
+    choose(stand_in(request), backend)
+    names, _ = _configured(backend)
+    return _gather(request.axis, names)(*request.arrays)
+
+
+def _host(operation: str, axis: int, rank: int, names: Any, **options: Any) -> Any:
+    """The callback: one scatterx call on the host's NumPy arrays, vmap's batch in front."""
+    import scatterx
+
+    function = getattr(scatterx, operation)
+
+    def host(data: Any, *rest: Any) -> Any:
         batch = np.ndim(data) - rank  # vmap's dimensions, in front
-        result = scatter_elements(
-            np.asarray(data),
-            np.asarray(indices),
-            np.asarray(updates),
-            axis=axis + batch,
-            reduction=reduction,
-            backend=names,
-        )
+        arrays = [np.asarray(a) for a in (data, *rest)]
+        result = function(*arrays, axis=axis + batch, backend=names, **options)
         return np.asarray(result)
 
-    shape = jax.ShapeDtypeStruct(request.shape, request.data.dtype)  # type: ignore[no-untyped-call]
-    return jax.pure_callback(
-        host, shape, request.data, request.indices, request.updates, vmap_method="broadcast_all"
+    return host
+
+
+def _scatter(axis: int, reduction: str, names: Any) -> Any:
+    import jax
+
+    @jax.custom_vjp
+    def scatter(data: Any, indices: Any, updates: Any) -> Any:
+        host = _host("scatter_elements", axis, data.ndim, names, reduction=reduction)
+        shape = jax.ShapeDtypeStruct(data.shape, data.dtype)  # type: ignore[no-untyped-call]
+        return jax.pure_callback(host, shape, data, indices, updates, vmap_method="broadcast_all")
+
+    def forward(data: Any, indices: Any, updates: Any) -> Any:
+        out = scatter(data, indices, updates)
+        return out, (data, indices, updates, out)
+
+    def backward(saved: Any, g: Any) -> Any:
+        import jax.numpy as jnp
+
+        data, indices, updates, out = saved
+        g = jnp.asarray(g)  # a cotangent may come as a NumPy array (jax.test_util does that)
+        d_data, d_updates = scatter_vjp(
+            _rules(names), g, data, indices, updates, out, axis, reduction
+        )
+        return d_data, None, d_updates
+
+    scatter.defvjp(forward, backward)
+    return scatter
+
+
+def _gather(axis: int, names: Any) -> Any:
+    import jax
+
+    @jax.custom_vjp
+    def gather(data: Any, indices: Any) -> Any:
+        host = _host("gather_elements", axis, data.ndim, names)
+        shape = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
+        return jax.pure_callback(host, shape, data, indices, vmap_method="broadcast_all")
+
+    def forward(data: Any, indices: Any) -> Any:
+        return gather(data, indices), (data, indices)
+
+    def backward(saved: Any, g: Any) -> Any:
+        import jax.numpy as jnp
+
+        data, indices = saved
+        return gather_vjp(_rules(names), jnp.asarray(g), data, indices, axis), None
+
+    gather.defvjp(forward, backward)
+    return gather
+
+
+def _rules(names: Any) -> Rules:
+    """The gradient's operations in JAX: scatterx's own calls (traced: callbacks again)."""
+    import jax.numpy as jnp
+
+    import scatterx
+
+    return Rules(
+        xp=jnp,
+        scatter=partial(scatterx.scatter_elements, backend=names),
+        gather=partial(scatterx.gather_elements, backend=names),
+        conjugate=False,  # JAX's cotangents of holomorphic functions are not conjugated
+        device=lambda array: None,  # traced values have no device: JAX places the result
     )

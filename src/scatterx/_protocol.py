@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ._request import ScatterRequest
+from ._request import GatherRequest, Request, ScatterRequest
 
 
 class Backend(Protocol):
@@ -23,8 +23,8 @@ class Backend(Protocol):
     ``can_run`` (and :class:`SkipsAutomatic`'s ``skip_automatic``) may look only at the
     request's metadata (array type, dtypes, shapes, axis, reduction, device), never at
     values: automatic choices are remembered by that metadata (``request.key``).
-    Optional members have protocols of their own: :class:`SkipsAutomatic` and
-    :class:`ConvertsArrays`.
+    Optional members have protocols of their own: :class:`GathersElements`,
+    :class:`SkipsAutomatic` and :class:`ConvertsArrays`.
     """
 
     # Read-only members: a class attribute, an instance attribute or a property will do.
@@ -57,13 +57,14 @@ class Backend(Protocol):
         """Return None when usable, else why not (package missing, no device). Cached."""
         ...
 
-    def can_run(self, request: ScatterRequest) -> str | None:
+    def can_run(self, request: Request) -> str | None:
         """Return None when this backend can compute ``request``, else why not.
 
         Parameters
         ----------
-        request : ScatterRequest
-            The validated call; look at its metadata only, never at values.
+        request : ScatterRequest or GatherRequest
+            The validated call; look at its metadata only, never at values. A
+            GatherRequest comes only to a backend with ``gather_elements``.
 
         Returns
         -------
@@ -96,18 +97,43 @@ class SkipsAutomatic(Protocol):
     parallel launch).
     """
 
-    def skip_automatic(self, request: ScatterRequest) -> str | None:
+    def skip_automatic(self, request: Request) -> str | None:
         """Return why automatic choice should pass ``request`` over, or None.
 
         Parameters
         ----------
-        request : ScatterRequest
+        request : ScatterRequest or GatherRequest
             The validated call; look at its metadata only, never at values.
 
         Returns
         -------
         str or None
             The reason to pass it over, or None.
+        """
+        ...
+
+
+@runtime_checkable
+class GathersElements(Protocol):
+    """A backend that also computes ``gather_elements`` (contract.md section 10).
+
+    Its ``can_run`` then receives GatherRequests too: a gather has no reduction, and a
+    backend that serves a dtype for any reduction serves it for a gather.
+    """
+
+    def gather_elements(self, request: GatherRequest) -> Any:
+        """Compute the gather of ``request`` as a new array.
+
+        Parameters
+        ----------
+        request : GatherRequest
+            The validated call.
+
+        Returns
+        -------
+        array
+            A new array of the shape of ``request.indices``, and of the library, device
+            and dtype of ``request.data``.
         """
         ...
 

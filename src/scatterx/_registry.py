@@ -20,7 +20,7 @@ from typing import Any
 from ._dtypes import REDUCTIONS
 from ._interop import Route
 from ._protocol import Backend
-from ._request import ScatterRequest
+from ._request import Request, ScatterRequest
 
 ENTRY_POINT_GROUP = "scatterx.backends"
 #: How many automatic choices one registry remembers before it forgets them all.
@@ -118,7 +118,7 @@ class _BrokenBackend:
     def available(self) -> str | None:
         return self._reason
 
-    def can_run(self, request: ScatterRequest) -> str | None:
+    def can_run(self, request: Request) -> str | None:
         return self._reason
 
     def scatter_elements(self, request: ScatterRequest) -> Any:

@@ -1,4 +1,4 @@
-"""The normalised, validated request that the front-end hands to a backend."""
+"""The normalised, validated requests that the front-end hands to a backend."""
 
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ class ScatterRequest(NamedTuple):
     key: Hashable | None
 
     @property
+    def operation(self) -> str:
+        """The name of the function called: ``"scatter_elements"``."""
+        return "scatter_elements"
+
+    @property
     def shape(self) -> tuple[int, ...]:
         """Shape of ``data`` (and of the result)."""
         return tuple(self.data.shape)
@@ -61,6 +66,88 @@ class ScatterRequest(NamedTuple):
         return math.prod(self.index_shape)
 
     @property
+    def n_indices(self) -> int:
+        """Number of elements of ``indices`` (the number of updates)."""
+        return math.prod(self.index_shape)
+
+    @property
     def axis_size(self) -> int:
         """Length of ``data`` along ``axis``: indices lie in ``[-axis_size, axis_size-1]``."""
         return int(self.data.shape[self.axis])
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The request's arrays: data, indices and updates."""
+        return self.data, self.indices, self.updates
+
+    def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> ScatterRequest:
+        """This request on other arrays (the same values elsewhere: carried, or stand-ins)."""
+        data, indices, updates = arrays
+        return self._replace(
+            data=data, indices=indices, updates=updates, array_type=array_type, device=device
+        )
+
+
+class GatherRequest(NamedTuple):
+    """One validated call of ``gather_elements``: immutable, as every backend sees it.
+
+    Every metadata check of contract.md section 10 has passed; index values are not yet
+    checked, as for :class:`ScatterRequest`, and a backend raises
+    :func:`scatterx.backend.out_of_bounds_error` for the first bad index in C order.
+
+    Attributes
+    ----------
+    data, indices
+        The user's arrays, unmodified (array-likes already turned into arrays).
+    axis
+        The axis, non-negative.
+    array_type, dtype_key, device, key
+        As for :class:`ScatterRequest`; ``key`` is never equal to a scatter's key.
+    """
+
+    data: Any
+    indices: Any
+    axis: int
+    array_type: str
+    dtype_key: str
+    device: Any
+    key: Hashable | None
+
+    @property
+    def operation(self) -> str:
+        """The name of the function called: ``"gather_elements"``."""
+        return "gather_elements"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of ``data``."""
+        return tuple(self.data.shape)
+
+    @property
+    def index_shape(self) -> tuple[int, ...]:
+        """Shape of ``indices``, and of the result."""
+        return tuple(self.indices.shape)
+
+    @property
+    def n_indices(self) -> int:
+        """Number of elements of ``indices`` (and of the result)."""
+        return math.prod(self.index_shape)
+
+    @property
+    def axis_size(self) -> int:
+        """Length of ``data`` along ``axis``: indices lie in ``[-axis_size, axis_size-1]``."""
+        return int(self.data.shape[self.axis])
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The request's arrays: data and indices."""
+        return self.data, self.indices
+
+    def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> GatherRequest:
+        """This request on other arrays (the same values elsewhere: carried, or stand-ins)."""
+        data, indices = arrays
+        return self._replace(data=data, indices=indices, array_type=array_type, device=device)
+
+
+#: Either request: what selection, routes and traces handle alike.
+Request = ScatterRequest | GatherRequest

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from ._errors import BackendError
 from ._interop import Route, route_for
-from ._protocol import Backend, SkipsAutomatic
+from ._protocol import Backend, GathersElements, SkipsAutomatic
 from ._registry import Registry, current, registered, serves
-from ._request import ScatterRequest
+from ._request import GatherRequest, Request
 
 ENV_VAR = "SCATTERX_BACKEND"
 logger = logging.getLogger("scatterx")
@@ -111,7 +111,7 @@ Choice = tuple[Backend, Route | None]
 
 
 def _why_not(
-    backend: Backend, request: ScatterRequest, automatic: bool
+    backend: Backend, request: Request, automatic: bool
 ) -> tuple[str | None, Route | None]:
     """Why ``backend`` cannot (or, in automatic choice, should not) run ``request``, and
     the route it would run it by (None: natively)."""
@@ -131,12 +131,12 @@ def _why_not(
     return f"does not serve {request.array_type} (serves {served})", None
 
 
-def _carried(route: Route, request: ScatterRequest) -> ScatterRequest | str:
+def _carried(route: Route, request: Request) -> Request | str:
     """``request`` carried by ``route``, or why DLPack cannot carry it (a dtype, say).
 
     Arrays the library refuses (a torch tensor that requires grad) raise its TypeError.
     """
-    route.library.refuse(request.data, request.indices, request.updates)
+    route.library.refuse(*request.arrays)
     try:
         return route.carry(request)
     except (TypeError, ValueError, RuntimeError, BufferError) as exc:
@@ -144,9 +144,15 @@ def _carried(route: Route, request: ScatterRequest) -> ScatterRequest | str:
         return f"DLPack cannot carry {what} to {route.carrier}: {exc}"
 
 
-def _why_not_served(backend: Backend, request: ScatterRequest, automatic: bool) -> str | None:
+def _why_not_served(backend: Backend, request: Request, automatic: bool) -> str | None:
     """As _why_not, for a backend known to serve the array type."""
     reason = backend.available()
+    if (
+        reason is None
+        and isinstance(request, GatherRequest)
+        and not isinstance(backend, GathersElements)
+    ):
+        reason = "has no gather_elements"
     if reason is None:
         reason = backend.can_run(request)
     if reason is None and automatic and isinstance(backend, SkipsAutomatic):
@@ -154,7 +160,7 @@ def _why_not_served(backend: Backend, request: ScatterRequest, automatic: bool) 
     return reason
 
 
-def _automatic(request: ScatterRequest) -> Choice | None:
+def _automatic(request: Request) -> Choice | None:
     """The first backend in priority order that serves, can run and does not skip ``request``.
 
     Backends serving the array type natively come first; then, through a DLPack route,
@@ -171,7 +177,7 @@ def _automatic(request: ScatterRequest) -> Choice | None:
     return found
 
 
-def _first_automatic(registry: Registry, request: ScatterRequest) -> Choice | None:
+def _first_automatic(registry: Registry, request: Request) -> Choice | None:
     for backend in registry.serving_type(request.data):
         if _why_not_served(backend, request, automatic=True) is None:
             return backend, None
@@ -191,7 +197,7 @@ Names = tuple[str, ...]
 
 
 def _decide(
-    request: ScatterRequest, backend: str | Sequence[str] | None
+    request: Request, backend: str | Sequence[str] | None
 ) -> tuple[Choice | None, str, Names | None]:
     """The one decision: the backend that runs ``request`` and its route (or None), where
     the choice came from, and the names it was made among (None: automatic priority).
@@ -210,7 +216,7 @@ def _decide(
     return None, source, names
 
 
-def choose(request: ScatterRequest, backend: str | Sequence[str] | None = None) -> Choice:
+def choose(request: Request, backend: str | Sequence[str] | None = None) -> Choice:
     """Return the backend that runs ``request`` and its route; raise BackendError if none can."""
     chosen, source, names = _decide(request, backend)
     if chosen is None or logger.isEnabledFor(logging.DEBUG):
@@ -221,7 +227,7 @@ def choose(request: ScatterRequest, backend: str | Sequence[str] | None = None) 
     return chosen
 
 
-def choose_for_blocks(request: ScatterRequest) -> Choice:
+def choose_for_blocks(request: Request) -> Choice:
     """The backend that runs an in-memory call a backend of chunked arrays makes from a task.
 
     The configured choice (``use_backend``, ``set_backend``, ``SCATTERX_BACKEND``) holds
@@ -272,7 +278,7 @@ class Decision:
 
     @classmethod
     def of(
-        cls, request: ScatterRequest, chosen: Choice | None, source: str, names: Names | None
+        cls, request: Request, chosen: Choice | None, source: str, names: Names | None
     ) -> Decision:
         """Explain a decision of :func:`_decide`: each other backend's reason.
 
@@ -318,7 +324,7 @@ class Decision:
 
 
 def _reasons(
-    request: ScatterRequest, chosen: str | None, source: str, names: tuple[str, ...] | None
+    request: Request, chosen: str | None, source: str, names: tuple[str, ...] | None
 ) -> dict[str, str | None]:
     """Why each registered backend other than ``chosen`` does not run ``request``.
 
@@ -340,16 +346,17 @@ def _reasons(
     return reasons
 
 
-def _describe(request: ScatterRequest) -> str:
+def _describe(request: Request) -> str:
     dtype = getattr(request.data, "dtype", "?")
-    return (
-        f"scatter_elements({request.array_type} {dtype} {request.shape}, "
-        f"indices {request.index_shape}, axis={request.axis}, reduction={request.reduction!r})"
+    call = (
+        f"{request.operation}({request.array_type} {dtype} {request.shape}, "
+        f"indices {request.index_shape}, axis={request.axis}"
     )
+    if isinstance(request, GatherRequest):
+        return f"{call})"
+    return f"{call}, reduction={request.reduction!r})"
 
 
-def explain_request(
-    request: ScatterRequest, backend: str | Sequence[str] | None = None
-) -> Decision:
+def explain_request(request: Request, backend: str | Sequence[str] | None = None) -> Decision:
     """The Decision for a validated request; runs nothing."""
     return Decision.of(request, *_decide(request, backend))

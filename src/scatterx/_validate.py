@@ -51,7 +51,7 @@ def _refuse_masked(value: Any, role: str) -> None:
         raise TypeError(msg)
 
 
-def _type_name(array_type: type) -> str:
+def type_name(array_type: type) -> str:
     """``"module:qualname"`` of an array type, e.g. ``"numpy:ndarray"``."""
     try:
         return _TYPE_NAMES[array_type]
@@ -100,26 +100,30 @@ def _library(array: Any) -> str:
     return type(array).__module__.partition(".")[0] if library is None else library.name
 
 
-def _check_same_library(data: Any, indices: Any, updates: Any) -> None:
-    if not _library(data) == _library(indices) == _library(updates):
-        names = ", ".join(
-            f"{role}: {_type_name(type(a))}"
-            for role, a in (("data", data), ("indices", indices), ("updates", updates))
-        )
+def _check_same_library(roles: dict[str, Any]) -> tuple[Any, ...]:
+    """Check that the arrays (by role) share one library and device; return the devices."""
+    if len({_library(a) for a in roles.values()}) > 1:
+        names = ", ".join(f"{role}: {type_name(type(a))}" for role, a in roles.items())
         msg = (
-            "data, indices and updates must come from one array library; "
+            f"{_listed(roles)} must come from one array library; "
             f"got {names}. scatterx never moves arrays between libraries or devices"
         )
         raise TypeError(msg)
-    _check_same_device(*(_device(a) for a in (data, indices, updates)))
+    devices = tuple(_device(a) for a in roles.values())
+    _check_same_device(*devices)
+    return devices
 
 
-def _check_same_device(data: Any, indices: Any, updates: Any) -> None:
-    if not (data == indices == updates):
-        msg = (
-            "data, indices and updates must be on one device; got "
-            f"data: {data}, indices: {indices}, updates: {updates}"
-        )
+def _listed(roles: dict[str, Any]) -> str:
+    *first, last = roles
+    return f"{', '.join(first)} and {last}" if len(first) > 1 else f"{first[0]} and {last}"
+
+
+def _check_same_device(*devices: Any) -> None:
+    if any(device != devices[0] for device in devices[1:]):
+        roles = dict(zip(("data", "indices", "updates"), devices, strict=False))
+        got = ", ".join(f"{role}: {device}" for role, device in roles.items())
+        msg = f"{_listed(roles)} must be on one device; got {got}"
         raise TypeError(msg)
 
 
@@ -196,6 +200,26 @@ def _named_dtype(name: str) -> np.dtype[Any] | None:
     return None
 
 
+def _check_index_dtype(index_dtype: Any) -> None:
+    index_dtype = _numpy_dtype(index_dtype, "indices")
+    if _native(index_dtype) not in _INDEX_DTYPES:
+        msg = (
+            f"indices must be int32 or int64; got {index_dtype}. "
+            "Convert them with indices.astype(np.int64)"
+        )
+        raise TypeError(msg)
+
+
+def data_key(data_dtype: Any) -> str:
+    """The contract's dtype key of ``data``'s dtype (of any library); TypeError if none."""
+    data_dtype = _numpy_dtype(data_dtype, "data")
+    key = dtype_key(data_dtype)
+    if key is None:
+        msg = f"data has dtype {data_dtype}, which ScatterElements does not define"
+        raise TypeError(msg)
+    return key
+
+
 # Few combinations recur, but every width of a ``U`` or ``S`` dtype is a dtype of its own:
 # the memory is bounded.
 @lru_cache(maxsize=256)
@@ -207,13 +231,7 @@ def _dtype_key_of_call(
     ``kind`` keeps the dtypes of different libraries apart in the cache: some (those of
     array-api-strict) warn when compared with NumPy's.
     """
-    index_dtype = _numpy_dtype(index_dtype, "indices")
-    if _native(index_dtype) not in _INDEX_DTYPES:
-        msg = (
-            f"indices must be int32 or int64; got {index_dtype}. "
-            "Convert them with indices.astype(np.int64)"
-        )
-        raise TypeError(msg)
+    _check_index_dtype(index_dtype)
     data_dtype = _numpy_dtype(data_dtype, "data")
     updates_dtype = _numpy_dtype(updates_dtype, "updates")
     if _native(data_dtype) != _native(updates_dtype):
@@ -222,15 +240,19 @@ def _dtype_key_of_call(
             f"{updates_dtype} and data {data_dtype}"
         )
         raise TypeError(msg)
-    key = dtype_key(data_dtype)
-    if key is None:
-        msg = f"data has dtype {data_dtype}, which ScatterElements does not define"
-        raise TypeError(msg)
+    key = data_key(data_dtype)
     why = why_reduction_undefined(key, reduction)
     if why is not None:
         msg = f"reduction {reduction!r} is not defined for dtype {data_dtype}: {why}"
         raise TypeError(msg)
     return key
+
+
+@lru_cache(maxsize=256)
+def gather_dtype_key(kind: str, data_dtype: Any, index_dtype: Any) -> str:
+    """The dtype key of a gather, checked (as :func:`_dtype_key_of_call`)."""
+    _check_index_dtype(index_dtype)
+    return data_key(data_dtype)
 
 
 def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
@@ -251,12 +273,12 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
             or library_of(type(indices)) is library is library_of(type(updates))
         ):
             devices = library.devices(data, indices, updates)
-            request = _request(data, indices, updates, axis, reduction, devices, _type_name(kind))
+            request = _request(data, indices, updates, axis, reduction, devices, type_name(kind))
         else:
             request = _validate(data, indices, updates, axis, reduction)
-    if request.dtype_key in _STRING_KEYS:
-        _check_string_values(request.data, "data")
-        _check_string_values(request.updates, "updates")
+    if request.dtype_key in STRING_KEYS:
+        check_string_values(request.data, "data")
+        check_string_values(request.updates, "updates")
     return request
 
 
@@ -288,16 +310,22 @@ def _request(
         updates.dtype,
         devices,
     )
-    checked_axis, dtype_key = _checked_key(key)
+    checked_axis, dtype_key = checked_key(key)
     return ScatterRequest(
         data, indices, updates, checked_axis, reduction, array_type, dtype_key, devices[0], key
     )
 
 
-def _checked_key(key: Key) -> tuple[int, str]:
-    """The axis and dtype key of a call's metadata ``key``, remembered where it hashes."""
+def checked_key(key: Key, checked: Checked | None = None) -> tuple[int, str]:
+    """The axis and dtype key of a call's metadata ``key``, remembered where it hashes.
+
+    ``checked`` is the remembering check (an ``lru_cache``): the scatter's by default.
+    """
+    checked = checked or _checked
+    result: tuple[int, str]
     try:
-        return _checked(key)
+        result = checked(key)
+        return result
     except TypeError:  # unhashable (axis, reduction or device), or a check's own TypeError
         try:
             hash(key)
@@ -305,10 +333,13 @@ def _checked_key(key: Key) -> tuple[int, str]:
             pass
         else:
             raise  # the check's: raised once, with one traceback
-    return _checked.__wrapped__(key)
+    result = checked.__wrapped__(key)
+    return result
 
 
 Key = tuple[Any, ...]
+#: A remembering check of a call's metadata: the axis and dtype key, or the error.
+Checked = Any  # functools' _lru_cache_wrapper[tuple[int, str]]: private to typeshed
 
 
 @lru_cache(maxsize=1024)
@@ -322,11 +353,11 @@ def _checked(key: Key) -> tuple[int, str]:
     return checked_axis, _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
 
 
-_STRING_KEYS = frozenset({"object", "StringDType"})
+STRING_KEYS = frozenset({"object", "StringDType"})
 _is_str = np.frompyfunc(lambda value: isinstance(value, str), 1, 1)
 
 
-def _check_string_values(array: Any, role: str) -> None:
+def check_string_values(array: Any, role: str) -> None:
     """Strings hold ``str`` only: object arrays nothing else, StringDType no missing value.
 
     The one check that reads values: the dtype cannot say what an object array holds, nor
@@ -372,24 +403,35 @@ def _known_shape(array: Any, role: str) -> Shape:
     raise ValueError(msg)
 
 
-def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
-    """The checks of a call that is not three plain NumPy arrays."""
-    reduction = _check_reduction(reduction)
-    checked_axis = _check_axis_type(axis)
+def prepared(
+    data: Any, indices: Any, updates: Any = None
+) -> tuple[tuple[Any, ...], Any, tuple[Shape, ...]]:
+    """Arrays of a call that is not all plain NumPy arrays, made arrays and checked to
+    share one library and device: the arrays, their device and their shapes.
+
+    ``updates`` is None for a gather, which has none.
+    """
     data = _as_array(data, "data")
     # NumPy takes an empty list as float64; as NumPy's own indexing does, scatterx takes
     # empty index lists as integers, and empty update lists as data's dtype.
     empty_indices, empty_updates = _empty_sequence(indices), _empty_sequence(updates)
-    indices = _as_array(indices, "indices")
-    updates = _as_array(updates, "updates")
+    roles = {"data": data, "indices": _as_array(indices, "indices")}
     if empty_indices:
-        indices = indices.astype(np.int64)
-    if empty_updates and hasattr(data, "dtype"):
-        updates = np.asarray(updates, dtype=data.dtype)
-    _check_same_library(data, indices, updates)
-    device = _device(data)
-    shapes = tuple(_known_shape(a, r) for a, r in ((data, "data"), (indices, "indices")))
-    shapes += (_known_shape(updates, "updates"),)
+        roles["indices"] = roles["indices"].astype(np.int64)
+    if updates is not None:
+        roles["updates"] = _as_array(updates, "updates")
+        if empty_updates and hasattr(data, "dtype"):
+            roles["updates"] = np.asarray(updates, dtype=data.dtype)
+    device = _check_same_library(roles)[0]
+    shapes = tuple(_known_shape(array, role) for role, array in roles.items())
+    return tuple(roles.values()), device, shapes
+
+
+def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
+    """The checks of a call that is not three plain NumPy arrays."""
+    reduction = _check_reduction(reduction)
+    checked_axis = _check_axis_type(axis)
+    (data, indices, updates), device, shapes = prepared(data, indices, updates)
     checked_axis = _check_shapes(shapes[0], shapes[1], shapes[2], checked_axis)
     dtypes = (data.dtype, indices.dtype, updates.dtype)
     dtype_key = _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
@@ -398,7 +440,7 @@ def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
         hash(key)
     except TypeError:  # an unhashable device: its calls are decided afresh
         key = None
-    array_type = _type_name(type(data))
+    array_type = type_name(type(data))
     return ScatterRequest(
         data, indices, updates, checked_axis, reduction, array_type, dtype_key, device, key
     )

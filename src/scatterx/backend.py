@@ -27,9 +27,9 @@ import numpy as np
 
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError, out_of_bounds_error
-from ._protocol import Backend, ConvertsArrays, SkipsAutomatic
+from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic
 from ._registry import register_backend
-from ._request import ScatterRequest
+from ._request import GatherRequest, Request, ScatterRequest
 
 __all__ = [
     "ALIGNED_FROM_BYTES",
@@ -40,10 +40,14 @@ __all__ = [
     "Backend",
     "BackendError",
     "ConvertsArrays",
+    "GatherRequest",
+    "GathersElements",
     "NumpyArrays",
+    "Request",
     "ScatterRequest",
     "SkipsAutomatic",
     "block_call",
+    "block_gather",
     "dtype_key",
     "empty_aligned",
     "out_of_bounds_error",
@@ -139,20 +143,55 @@ def block_call(
     return choice[0].name, lambda: run_chosen(choice, request)
 
 
+def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], Any]]:
+    """The gather that a backend of chunked arrays makes from one of its tasks.
+
+    As :func:`block_call`, for ``gather_elements``.
+
+    Parameters
+    ----------
+    data, indices : array
+        The blocks, in memory.
+    axis : int
+        The axis, non-negative.
+
+    Returns
+    -------
+    tuple of (str, callable)
+        The name of the backend chosen, and the call, which returns the result.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scatterx.backend import block_gather
+    >>> name, run = block_gather(np.array([5.0, 6.0, 7.0]), np.array([2, -3]), 0)
+    >>> name, run()
+    ('numpy', array([7., 5.]))
+    """
+    from ._api import run_chosen
+    from ._select import choose_for_blocks
+    from ._validate_gather import normalise_gather
+
+    request = normalise_gather(data, indices, axis)
+    choice = choose_for_blocks(request)
+    return choice[0].name, lambda: run_chosen(choice, request)
+
+
 def unserved(
     capabilities: Mapping[str, frozenset[str]],
-    request: ScatterRequest,
+    request: Request,
     declined: Mapping[str, str] | None = None,
 ) -> str | None:
     """Why ``capabilities`` do not cover ``request``'s dtype and reduction, or None.
 
     A ready-made ``can_run`` for a backend whose only limits are its dtypes and reductions.
+    A gather has no reduction: a dtype served for any reduction is served for a gather.
 
     Parameters
     ----------
     capabilities : Mapping of str to frozenset of str
         The backend's ``capabilities``.
-    request : ScatterRequest
+    request : ScatterRequest or GatherRequest
         The call.
     declined : Mapping of str to str, optional
         Why the backend does not serve a dtype, by dtype key (default: "dtype ... is
@@ -178,6 +217,8 @@ def unserved(
     if served is None:
         why = (declined or {}).get(request.dtype_key)
         return why or f"dtype {request.dtype_key} is not served"
+    if isinstance(request, GatherRequest):
+        return None
     if request.reduction not in served:
         return f"reduction {request.reduction!r} is not served for {request.dtype_key}"
     return None

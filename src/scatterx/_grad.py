@@ -1,0 +1,191 @@
+"""The gradients of contract.md section 9, written once for every array library.
+
+Each rule is made of scatterx's own ``scatter_elements`` and ``gather_elements`` and of
+array API operations (``Rules.xp``: ``array_api_compat``'s torch namespace, or
+``jax.numpy``), so it runs on the arrays' own device and is deterministic wherever the
+kernels are. Where the rules are themselves recorded (torch's ``create_graph=True``,
+``jax.grad`` of a gradient), every step is differentiable: a second derivative works.
+
+``mul`` needs, for each update, the product of the other factors of its target. Dividing
+the target's product by the update fails at zeros, so the factors of each target are
+brought together instead: updates that meet differ only in their axis coordinate, so a
+stable sort of each column along the axis makes every target's factors one run, and a
+segmented scan (doubling: ``log2(length)`` steps of whole-array products) gives each
+factor the product of those before it and of those after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+Array = Any
+
+
+class Rules(NamedTuple):
+    """What the gradients are computed with, for one array library.
+
+    Attributes
+    ----------
+    xp
+        An array API namespace of the arrays.
+    scatter, gather
+        ``scatterx.scatter_elements`` and ``scatterx.gather_elements`` (the backend fixed,
+        if any).
+    conjugate
+        Whether cotangents of complex products are conjugated (PyTorch: yes; JAX: no).
+    device
+        The ``device=`` for arrays made next to a given one (in a JAX trace: None).
+    """
+
+    xp: Any
+    scatter: Callable[..., Array]
+    gather: Callable[..., Array]
+    conjugate: bool
+    device: Callable[[Array], Any]
+
+
+def gather_vjp(rules: Rules, g: Array, data: Array, indices: Array, axis: int) -> Array:
+    """The gradient of ``data`` in ``gather_elements(data, indices, axis)``: each element
+    of ``g`` added, in C order, to the element of ``data`` it was read from."""
+    xp = rules.xp
+    zeros = xp.zeros(data.shape, dtype=g.dtype, device=rules.device(g))
+    return rules.scatter(zeros, indices, g, axis=axis, reduction="add")
+
+
+def scatter_vjp(
+    rules: Rules,
+    g: Array,
+    data: Array,
+    indices: Array,
+    updates: Array,
+    out: Array,
+    axis: int,
+    reduction: str,
+) -> tuple[Array, Array]:
+    """The gradients of ``data`` and ``updates`` given ``g``, the gradient of ``out``."""
+    if reduction == "add":
+        return g, rules.gather(g, indices, axis=axis)
+    if reduction == "none":
+        return _none(rules, g, indices, axis)
+    if reduction == "mul":
+        return _mul(rules, g, data, indices, updates, axis)
+    return _extremum(rules, g, data, indices, updates, out, axis)
+
+
+def _none(rules: Rules, g: Array, indices: Array, axis: int) -> tuple[Array, Array]:
+    """``data`` keeps ``g`` where no update lands; the last update in C order (the one
+    that wins) gets ``g`` of its target, and the updates it overwrote get 0."""
+    xp = rules.xp
+    device = rules.device(g)
+    shape = tuple(indices.shape)
+    order = xp.reshape(xp.arange(_size(shape), dtype=xp.int64, device=device), shape)
+    unset = xp.full(g.shape, -1, dtype=xp.int64, device=device)
+    winner = rules.scatter(unset, indices, order, axis=axis, reduction="none")
+    zero = xp.zeros((), dtype=g.dtype, device=device)
+    d_data = xp.where(winner < 0, g, zero)
+    won = rules.gather(winner, indices, axis=axis) == order
+    return d_data, xp.where(won, rules.gather(g, indices, axis=axis), zero)
+
+
+def _extremum(
+    rules: Rules, g: Array, data: Array, indices: Array, updates: Array, out: Array, axis: int
+) -> tuple[Array, Array]:
+    """``g`` of each target shared equally by the values equal to the result there."""
+    xp = rules.xp
+    device = rules.device(g)
+    data_ties = data == out
+    update_ties = updates == rules.gather(out, indices, axis=axis)
+    counts = rules.scatter(
+        xp.astype(data_ties, xp.int32),
+        indices,
+        xp.astype(update_ties, xp.int32),
+        axis=axis,
+        reduction="add",
+    )
+    zero = xp.zeros((), dtype=g.dtype, device=device)
+    # Where nothing equals the result (a NaN), nothing gets a share: counts 0 -> 1 keeps
+    # the division finite, and the masks give 0.
+    share = g / xp.astype(xp.where(counts > 0, counts, 1), g.dtype)
+    d_data = xp.where(data_ties, share, zero)
+    d_updates = xp.where(update_ties, rules.gather(share, indices, axis=axis), zero)
+    return d_data, d_updates
+
+
+def _mul(
+    rules: Rules, g: Array, data: Array, indices: Array, updates: Array, axis: int
+) -> tuple[Array, Array]:
+    """Each factor gets ``g`` times the product of the other factors of its target."""
+    xp = rules.xp
+    ones = xp.ones(data.shape, dtype=data.dtype, device=rules.device(data))
+    products = rules.scatter(ones, indices, updates, axis=axis, reduction="mul")
+    others = _other_factors(rules, indices, updates, data.shape[axis], axis)
+    others = others * rules.gather(data, indices, axis=axis)
+    return g * _conj(rules, products), rules.gather(g, indices, axis=axis) * _conj(rules, others)
+
+
+def _other_factors(rules: Rules, indices: Array, updates: Array, size: int, axis: int) -> Array:
+    """For each update, the product of the other updates of its target (not ``data``)."""
+    xp = rules.xp
+    targets = xp.where(indices < 0, indices + size, indices)
+    order = xp.argsort(targets, axis=axis, stable=True)
+    runs = _front(xp, rules.gather(targets, order, axis=axis), axis)
+    factors = _front(xp, rules.gather(updates, order, axis=axis), axis)
+    before = _exclusive(xp, _scan(xp, factors, runs), runs)
+    after = xp.flip(
+        _exclusive(
+            xp, _scan(xp, xp.flip(factors, axis=0), xp.flip(runs, axis=0)), xp.flip(runs, axis=0)
+        ),
+        axis=0,
+    )
+    others = _back(xp, before * after, axis)
+    blank = xp.zeros(tuple(updates.shape), dtype=updates.dtype, device=rules.device(updates))
+    return rules.scatter(blank, order, others, axis=axis, reduction="none")
+
+
+def _scan(xp: Any, factors: Array, runs: Array) -> Array:
+    """Inclusive products along the first axis, restarted where ``runs`` changes value.
+
+    Runs are sorted, so two positions ``step`` apart in one run have only that run
+    between them: each doubling step multiplies in the partial product ``step`` back.
+    """
+    step = 1
+    while step < factors.shape[0]:
+        same = runs[step:] == runs[:-step]
+        later = xp.where(same, factors[step:] * factors[:-step], factors[step:])
+        factors = xp.concat((factors[:step], later), axis=0)
+        step *= 2
+    return factors
+
+
+def _exclusive(xp: Any, inclusive: Array, runs: Array) -> Array:
+    """The products before each position in its run (1 at a run's start)."""
+    one = xp.ones_like(inclusive[:1])
+    if inclusive.shape[0] <= 1:
+        return xp.broadcast_to(one, inclusive.shape)
+    same = runs[1:] == runs[:-1]
+    shifted = xp.where(same, inclusive[:-1], one)
+    return xp.concat((one, shifted), axis=0)
+
+
+def _front(xp: Any, array: Array, axis: int) -> Array:
+    """``array`` with ``axis`` first."""
+    return xp.moveaxis(array, axis, 0)
+
+
+def _back(xp: Any, array: Array, axis: int) -> Array:
+    return xp.moveaxis(array, 0, axis)
+
+
+def _conj(rules: Rules, array: Array) -> Array:
+    xp = rules.xp
+    if rules.conjugate and xp.isdtype(array.dtype, "complex floating"):
+        return xp.conj(array)
+    return array
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    size = 1
+    for n in shape:
+        size *= n
+    return size
