@@ -88,6 +88,10 @@ def _scatter_elements_routed(
     data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, backend: Any
 ) -> Any:
     """:func:`scatter_elements` of arrays of another library: native, routed or traced."""
+    if _torch_grad.compiling(data):
+        return _torch_grad.eager(scatter_elements)(
+            data, indices, updates, axis=axis, reduction=reduction, backend=backend
+        )
     early = carried_early(data, indices, updates)
     if early is not None:
         library, (carried_data, carried_indices, carried_updates) = early
@@ -154,6 +158,8 @@ def gather_elements(
 
 def _gather_elements_routed(data: Any, indices: Any, axis: Any, backend: Any) -> Any:
     """:func:`gather_elements` of arrays of another library: native, routed or traced."""
+    if _torch_grad.compiling(data):
+        return _torch_grad.eager(gather_elements)(data, indices, axis=axis, backend=backend)
     request = normalise_gather(data, indices, axis)
     if request.device is TRACED:
         return gather_traced(request, backend)

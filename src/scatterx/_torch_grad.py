@@ -10,6 +10,7 @@ detached, as torch's own operations do.
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from typing import Any
 
@@ -53,6 +54,37 @@ def gather(request: GatherRequest, backend: Any) -> Any:
     if not torch.is_grad_enabled():
         return _gather(request.data.detach(), request.indices, request.axis, backend)
     return _functions().Gather.apply(request.data, request.indices, request.axis, backend)
+
+
+def compiling(data: Any) -> bool:
+    """Whether ``torch.compile`` is tracing a call on tensors (``data`` is a tensor)."""
+    if not type(data).__module__.startswith("torch"):
+        return False
+    import torch
+
+    return bool(torch.compiler.is_compiling())
+
+
+def eager(function: Any) -> Any:
+    """``function`` to be run eagerly at a graph break of ``torch.compile``, with a warning.
+
+    Tracing scatterx would compile its NumPy code into the graph (torch.compile traces
+    NumPy) and lose the gradient; its kernels are not torch operations a graph can hold.
+    """
+    import torch
+
+    warnings.warn(COMPILE_WARNING, TorchCompileWarning, stacklevel=3)
+    return torch.compiler.disable(function)
+
+
+class TorchCompileWarning(UserWarning):
+    """A scatterx call met by ``torch.compile``: it runs eagerly, between compiled graphs."""
+
+
+COMPILE_WARNING = (
+    "torch.compile does not trace scatterx: each scatterx call runs eagerly at a graph "
+    "break (the code around it is compiled), and autograd records it as usual"
+)
 
 
 def _scatter(data: Any, indices: Any, updates: Any, axis: int, reduction: str, backend: Any) -> Any:
