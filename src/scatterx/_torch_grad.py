@@ -74,7 +74,7 @@ def eager(function: Any) -> Any:
     import torch
 
     warnings.warn(COMPILE_WARNING, TorchCompileWarning, stacklevel=3)
-    return torch.compiler.disable(function)
+    return torch.compiler.disable(function)  # type: ignore[no-untyped-call]
 
 
 class TorchCompileWarning(UserWarning):
