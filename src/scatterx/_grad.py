@@ -79,8 +79,10 @@ def _none(rules: Rules, g: Array, indices: Array, axis: int) -> tuple[Array, Arr
     xp = rules.xp
     device = rules.device(g)
     shape = tuple(indices.shape)
-    order = xp.reshape(xp.arange(_size(shape), dtype=xp.int64, device=device), shape)
-    unset = xp.full(g.shape, -1, dtype=xp.int64, device=device)
+    # JAX without x64 has no int64: positions take the indices' dtype where it holds them.
+    positions = xp.int64 if _size(shape) >= 2**31 else indices.dtype
+    order = xp.reshape(xp.arange(_size(shape), dtype=positions, device=device), shape)
+    unset = xp.full(g.shape, -1, dtype=positions, device=device)
     winner = rules.scatter(unset, indices, order, axis=axis, reduction="none")
     zero = xp.zeros((), dtype=g.dtype, device=device)
     d_data = xp.where(winner < 0, g, zero)

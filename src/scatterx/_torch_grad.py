@@ -17,12 +17,12 @@ from typing import Any
 from ._grad import Rules, gather_vjp, scatter_vjp
 from ._request import GatherRequest, Request, ScatterRequest
 
-TORCH = "torch:Tensor"
+TORCH = "torch:"
 
 
 def records(request: Request) -> bool:
     """Whether ``request`` is a torch call with a tensor that requires grad."""
-    if request.array_type != TORCH:
+    if not request.array_type.startswith(TORCH):  # torch:Tensor, torch:Parameter...
         return False
     if isinstance(request, GatherRequest):
         return bool(request.data.requires_grad)

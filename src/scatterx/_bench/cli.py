@@ -4,6 +4,8 @@
 call on NumPy arrays and against the library's own scatter (:mod:`.library_table`).
 ``--library dask``: the lazy call on Dask arrays against the in-memory numba call, and the
 scaling case on a ``distributed.LocalCluster`` (:mod:`.dask_bench`).
+``--grad``: forward + backward on torch CPU tensors against torch's autograd
+(:mod:`.grad_bench`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from .cases import (
 )
 from .dask_bench import DaskRun, print_dask
 from .dask_scaling import CHUNK_SIZE, ScalingConfig
+from .grad_bench import grad_cases, print_grad, time_case
 from .libraries import LIBRARIES, arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
 from .report import Row, record, write_json
@@ -103,6 +106,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="calls per round of the 3x3 timing of --library torch|jax, fewer where they "
         "would take over 50 ms (0 skips it)",
+    )
+    parser.add_argument(
+        "--grad",
+        action="store_true",
+        help="only the training table: forward + backward of scatter add on torch CPU tensors "
+        "(embedding-grad, message-passing) against torch.scatter_reduce and its autograd",
     )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the run (times, command, machine)"
@@ -290,6 +299,8 @@ def main(argv: list[str]) -> int:
         parser.error("--small-calls must be 0 or more")
     if args.dask_scaling_gib < 0 or any(n < 1 for n in args.dask_workers or ()):
         parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
+    if args.grad:
+        return _grad(args)
     load = [_load()]
     rows, columns, runs = _measure(args)
     load.append(_load())
@@ -322,4 +333,24 @@ def main(argv: list[str]) -> int:
                     continue
                 plot(paths[run.library], {**data, **data["libraries"][run.library]})
                 print(f"bench: drew {paths[run.library]}", file=sys.stderr)
+    return 0
+
+
+def _grad(args: argparse.Namespace) -> int:
+    """The training table of ``--grad``."""
+    load = _load()
+    try:
+        cases = grad_cases(args.size)
+        progress = _Progress(len(cases))
+        results = {}
+        for case in cases:
+            progress(f"{case.name} forward + backward")
+            results[case.name] = time_case(case, args.repeat)
+    except Unavailable as why:
+        print(f"bench: --grad needs torch: {why}", file=sys.stderr)
+        return 1
+    print_grad(results)
+    end = _load()
+    if load is not None and end is not None:
+        print(f"load average (1 min) at the start {load:.2f}, at the end {end:.2f}")
     return 0
