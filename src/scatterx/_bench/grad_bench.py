@@ -57,7 +57,7 @@ def grad_cases(scale: float = 1.0) -> list[GradCase]:
     return [first, messages]
 
 
-def _steps(case: GradCase, contestant: str) -> dict[str, Call]:
+def steps(case: GradCase, contestant: str) -> dict[str, Call]:
     """The step and its forward, on fresh leaves of ``case``."""
     import torch
 
@@ -97,9 +97,9 @@ def time_case(case: GradCase, repeat: int, rounds: int = 2) -> dict[str, dict[st
     samples: dict[str, dict[str, list[float]]] = {c: {p: [] for p in PHASES} for c in CONTESTANTS}
     for _ in range(rounds):
         for contestant in CONTESTANTS:
-            steps = _steps(case, contestant)
+            calls = steps(case, contestant)
             for phase in PHASES:
-                samples[contestant][phase].append(median_ms(steps[phase], repeat))
+                samples[contestant][phase].append(median_ms(calls[phase], repeat))
     return {
         c: {p: statistics.median(values) for p, values in phases.items()}
         for c, phases in samples.items()

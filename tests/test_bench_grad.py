@@ -1,0 +1,33 @@
+"""``python -m scatterx bench --grad``: the training table runs and says what it measured."""
+
+from __future__ import annotations
+
+import pytest
+
+from scatterx._bench.cli import main
+from scatterx._bench.grad_bench import grad_cases, steps
+
+pytest.importorskip("torch")
+
+
+def test_grad_table_prints_every_phase_of_both_cases(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--grad", "--size", "0.002", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    for case in ("embedding-grad", "message-passing"):
+        for phase in ("step", "forward", "backward"):
+            assert any(line.split()[:2] == [case, phase] for line in out.splitlines())
+    assert "torch.scatter_reduce" in out or "scatter_reduce(include_self=True)" in out
+
+
+@pytest.mark.parametrize("contestant", ["scatterx", "torch"])
+def test_each_contestant_sums_the_messages_and_records_the_call(contestant: str) -> None:
+    import torch
+
+    case = grad_cases(0.002)[1]
+    calls = steps(case, contestant)
+    out = calls["forward"]()
+    assert out.requires_grad
+    calls["step"]()  # runs the backward and clears the leaves' gradients
+    expected = torch.from_numpy(case.data) * 0
+    expected.index_add_(0, torch.from_numpy(case.indices[:, 0]), torch.from_numpy(case.updates))
+    torch.testing.assert_close(out.detach() - torch.from_numpy(case.data), expected)
