@@ -13,11 +13,11 @@ import pytest
 
 import scatterx
 
-# A dtype and a reduction named together are one case among many: "numba declines
-# StringDType add" and "numba declines bytes_ max" are the same reason.
+# A dtype and a reduction (or gather_elements) named together are one case among many:
+# "numba declines StringDType add" and "numba declines bytes_ max" are the same reason.
 _CASE = re.compile(
     rf"\b(?:{'|'.join(map(re.escape, scatterx.DTYPE_KEYS))})"
-    rf" (?:{'|'.join(map(re.escape, scatterx.REDUCTIONS))})\b"
+    rf" (?:{'|'.join(map(re.escape, (*scatterx.REDUCTIONS, 'gather_elements')))})\b"
 )
 
 

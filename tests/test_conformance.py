@@ -15,14 +15,19 @@ from _backends import UnavailableBackend
 from scatterx.testing import (
     LIBRARIES,
     Case,
+    ConformanceCase,
     _libraries,
     all_cases,
+    gather_cases,
+    gather_onnx_node_cases,
     run_case,
     scoped_registry,
     spec_cases,
 )
 from scatterx.testing.conformance import (
     _chosen_libraries,
+    _columns,
+    _missing_id,
     _param,
     pytest_generate_tests,
     test_backend_matches_oracle,
@@ -33,7 +38,8 @@ from scatterx.testing.plugin import skip_or_fail_library
 __all__ = ["pytest_generate_tests", "test_backend_matches_oracle", "test_missing_column_is_said"]
 
 SPEC = spec_cases()[0]  # float32, reduction none
-Result = Callable[[Any, scatterx.backend.ScatterRequest], Any]
+GATHER = gather_onnx_node_cases()[0]  # float32, axis 1
+Result = Callable[[Any, scatterx.backend.Request], Any]
 
 
 class WrongBackend:
@@ -69,7 +75,26 @@ class WrongBackend:
         return array
 
 
-def _run_wrong(wrong: WrongBackend, library: str | None, case: Case = SPEC) -> Any:
+class WrongGatherer(WrongBackend):
+    """A WrongBackend that gathers too: ``dtypes`` only, numpy's answer, then wrong."""
+
+    def __init__(self, name: str, wrong: Result, dtypes: tuple[str, ...] = ("float32",)) -> None:
+        super().__init__(name, wrong)
+        self.dtypes = dtypes
+        self.capabilities = {key: frozenset({"none"}) for key in dtypes}
+
+    def can_run(self, request: scatterx.backend.Request) -> str | None:
+        if isinstance(request, scatterx.backend.GatherRequest):
+            return None if request.dtype_key in self.dtypes else "not that dtype"
+        return super().can_run(request)
+
+    def gather_elements(self, request: scatterx.backend.GatherRequest) -> Any:
+        data, indices = (np.asarray(a) for a in request.arrays)
+        answer = scatterx.gather_elements(data, indices, axis=request.axis, backend="numpy")
+        return self.wrong(answer, request)
+
+
+def _run_wrong(wrong: WrongBackend, library: str | None, case: ConformanceCase = SPEC) -> Any:
     with scoped_registry(wrong):
         return run_case(wrong.name, case, library=library)
 
@@ -148,7 +173,7 @@ def test_wrong_values_through_a_library_fail(array_library: str) -> None:
     assert "9 of 9 elements differ" in outcome.detail
 
 
-def _write_data(answer: Any, request: scatterx.backend.ScatterRequest) -> Any:
+def _write_data(answer: Any, request: scatterx.backend.Request) -> Any:
     """Write the answer into ``data`` (a view of the caller's memory, carried by DLPack)."""
     np.copyto(request.data, answer)
     return answer.copy()
@@ -333,8 +358,6 @@ def test_require_library_turns_the_skip_into_a_failure() -> None:
 
 
 def test_a_missing_backend_is_one_test_per_column_and_fails_where_required() -> None:
-    from scatterx.testing.conformance import _columns
-
     options = _Options(scatterx_backend=["never", "numpy"], scatterx_library=["native"])
     with scoped_registry(UnavailableBackend()):
         runs, missing = _columns(cast(pytest.Config, options))
@@ -344,3 +367,97 @@ def test_a_missing_backend_is_one_test_per_column_and_fails_where_required() -> 
         test_missing_column_is_said(missing[0], _Options())
     with pytest.raises(pytest.fail.Exception, match="required backend 'never'"):
         test_missing_column_is_said(missing[0], _Options(require_backend=["never"]))
+
+
+# gather_elements: the same runner, the same checks.
+
+
+def _gather_case(name: str) -> ConformanceCase:
+    return next(c for c in gather_cases() if c.name == name)
+
+
+def test_a_right_gatherer_passes_natively_and_through_each_library(array_library: str) -> None:
+    right = WrongGatherer("right", lambda answer, request: answer)
+    for library in (None, array_library):
+        outcome = _run_wrong(right, library, GATHER)
+        assert (outcome.status, outcome.detail) == ("passed", "")
+
+
+@pytest.mark.parametrize(
+    ("wrong", "detail"),
+    [
+        (lambda answer, request: answer + np.float32(1), "4 of 4 elements differ"),
+        (lambda answer, request: answer.T, "2 of 4 elements differ; first at (0, 1)"),
+        (lambda answer, request: answer[:1], "shape (1, 2) differs from the expected (2, 2)"),
+    ],
+    ids=["values", "transposed", "shape"],
+)
+def test_a_wrong_gather_fails(wrong: Result, detail: str) -> None:
+    outcome = _run_wrong(WrongGatherer("wrong", wrong), None, GATHER)
+    assert outcome.status == "failed"
+    assert outcome.detail.startswith(detail)
+
+
+def test_a_gather_keeping_raw_bool_bytes_fails() -> None:
+    """``take`` of bools copies their bytes: the contract's 0/1 is missed."""
+
+    def raw_take(answer: Any, request: scatterx.backend.Request) -> Any:
+        data, indices = request.data, request.indices
+        cut = tuple(slice(n) if d else slice(None) for d, n in enumerate(indices.shape))
+        return np.take_along_axis(data[cut], indices, axis=request.axis)
+
+    case = _gather_case("gather-edge-bool-bytes")
+    outcome = _run_wrong(WrongGatherer("raw", raw_take, ("bool",)), None, case)
+    assert outcome.status == "failed"
+    assert "elements differ; first at (0,): got np.True_" in outcome.detail
+
+
+def test_a_backend_without_gather_elements_skips_the_gather_cases(array_library: str) -> None:
+    scatters_only = WrongBackend("scatters-only", lambda answer, request: answer)
+    for library in (None, array_library):
+        outcome = _run_wrong(scatters_only, library, GATHER)
+        assert (outcome.status, outcome.detail) == (
+            "skipped",
+            "scatters-only has no gather_elements",
+        )
+
+
+def test_a_gatherer_declining_a_dtype_it_advertises_fails() -> None:
+    declining = WrongGatherer("declining", lambda answer, request: answer, ("bool",))
+    declining.capabilities = {"float32": frozenset({"none"})}  # but it gathers bool only
+    outcome = _run_wrong(declining, None, GATHER)
+    assert outcome.status == "failed"
+    assert outcome.detail.startswith("declined a call its capabilities advertise: ")
+
+
+def test_a_call_mixing_libraries_has_nothing_to_mix_on_numpy_arrays() -> None:
+    _installed("torch")
+    case = _gather_case("gather-error-mixed-numpy-indices")
+    outcome = run_case("numpy", case)
+    assert (outcome.status, outcome.detail) == (
+        "skipped",
+        "nothing to mix: the arrays of this run are NumPy's",
+    )
+    assert run_case("numpy", case, library="torch").status == "passed"
+    wrong_match = dataclasses.replace(case, match="a message numpy does not give")
+    assert run_case("numpy", wrong_match, library="torch").status == "failed"
+
+
+def test_gather_ids_and_groups_name_the_operation() -> None:
+    through = _param("numba", "torch", GATHER)
+    assert through.id == "numba-torch-gather-onnx-0"
+    (mark,) = through.marks
+    assert mark.args == ("float32-gather",)
+
+
+def test_a_backend_without_gather_elements_is_one_test_per_column() -> None:
+    scatters_only = WrongBackend("scatters-only", lambda answer, request: answer)
+    options = _Options(scatterx_backend=["scatters-only"], scatterx_library=["native"])
+    with scoped_registry(scatters_only):
+        runs, missing = _columns(cast(pytest.Config, options))
+    assert runs == [("scatters-only", "native")]
+    reason = "scatters-only has no gather_elements"
+    assert missing == [(("scatters-only", "native"), reason, "gather_elements")]
+    assert _missing_id(missing[0]) == "scatters-only-native-gather_elements"
+    with pytest.raises(pytest.skip.Exception, match=rf"{reason} \(\d+ gather cases\)"):
+        test_missing_column_is_said(missing[0], _Options(require_backend=["scatters-only"]))

@@ -1,15 +1,29 @@
-"""The oracle itself: the ONNX text's printed results, and its complex product."""
+"""The oracles themselves: the ONNX text's printed results, ONNX's own node tests, the
+scatter's complex product, and the gather against NumPy's take_along_axis."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 import pytest
 
-from scatterx.testing import Case, onnx_node_cases, reference_scatter_elements, spec_cases
+from scatterx.testing import (
+    Case,
+    GatherCase,
+    assert_bitwise_equal,
+    gather_cases,
+    gather_onnx_node_cases,
+    onnx_node_cases,
+    reference_gather_elements,
+    reference_scatter_elements,
+    spec_cases,
+)
 
 PRINTED = [c for c in [*spec_cases(), *onnx_node_cases()] if c.expected is not None]
+GATHERS = [c for c in gather_cases() if c.error is None]
+OUT_OF_BOUNDS = [c for c in gather_cases() if c.error is IndexError]
 
 
 @pytest.mark.parametrize("case", PRINTED, ids=[c.name for c in PRINTED])
@@ -34,18 +48,25 @@ def test_complex_product_is_the_textbook_formula_without_fma(dtype: type) -> Non
         assert (product.real, product.imag) == (real, imag)
 
 
-def _onnx_node_tests() -> list[Any]:
+@functools.cache
+def _all_onnx_node_tests() -> tuple[Any, ...]:
+    """Every node test of ONNX, collected once: ``collect_testcases`` filters by operator
+    on its first call in a process only, and costs as much filtered as not."""
     try:
         from onnx.backend.test.case.node import collect_testcases
     except ImportError:
-        return []
-    return list(collect_testcases("ScatterElements"))
+        return ()
+    return tuple(collect_testcases())
 
 
-@pytest.mark.skipif(not _onnx_node_tests(), reason="onnx is not installed")
+def _onnx_node_tests(op_type: str) -> list[Any]:
+    return [t for t in _all_onnx_node_tests() if t.model.graph.node[0].op_type == op_type]
+
+
+@pytest.mark.skipif(not _all_onnx_node_tests(), reason="onnx is not installed")
 def test_our_onnx_node_cases_are_onnx_own() -> None:
     ours = {c.name: c for c in onnx_node_cases()}
-    theirs = _onnx_node_tests()
+    theirs = _onnx_node_tests("ScatterElements")
     assert len(theirs) == len(ours) == 7
     for test in theirs:
         name = "onnx-" + test.name.removeprefix("test_scatter_elements_")
@@ -59,3 +80,44 @@ def test_our_onnx_node_cases_are_onnx_own() -> None:
             np.testing.assert_array_equal(given, mine)
         out = reference_scatter_elements(*inputs, axis=case.axis, reduction=case.reduction)
         np.testing.assert_allclose(out, output, rtol=1e-6)
+
+
+@pytest.mark.skipif(not _all_onnx_node_tests(), reason="onnx is not installed")
+def test_our_gather_onnx_node_cases_are_onnx_own() -> None:
+    ours = {c.name: c for c in gather_onnx_node_cases()}
+    theirs = _onnx_node_tests("GatherElements")
+    assert len(theirs) == len(ours) == 3
+    for test in theirs:
+        case = ours["gather-onnx-" + test.name.removeprefix("test_gather_elements_")]
+        ((data, indices), (output,)) = test.data_sets[0]
+        attributes = {a.name: a for a in test.model.graph.node[0].attribute}
+        assert int(attributes["axis"].i if "axis" in attributes else 0) == case.axis
+        for given, mine in zip((data, indices, output), (*case.arrays, case.expected), strict=True):
+            assert given.dtype == mine.dtype
+            np.testing.assert_array_equal(given, mine)
+        assert_bitwise_equal(reference_gather_elements(data, indices, axis=case.axis), output)
+
+
+def _take_along_axis(case: GatherCase) -> np.ndarray[Any, Any]:
+    """GatherElements by NumPy: data cut to the shape of indices off the axis, then
+    take_along_axis (whose fancy indexing copies bytes: bools as they are)."""
+    data, indices = np.asarray(case.data), np.asarray(case.indices)
+    axis = case.axis % data.ndim
+    cut = tuple(slice(None) if d == axis else slice(n) for d, n in enumerate(indices.shape))
+    taken = np.take_along_axis(data[cut], indices, axis=axis)
+    if taken.dtype.kind == "b":  # the contract reads any nonzero byte as True, as 0/1
+        return np.not_equal(taken.view(np.uint8), 0)
+    return taken
+
+
+@pytest.mark.parametrize("case", GATHERS, ids=[c.name for c in GATHERS])
+def test_gather_oracle_is_take_along_axis(case: GatherCase) -> None:
+    expected = _take_along_axis(case)
+    assert_bitwise_equal(reference_gather_elements(case.data, case.indices, case.axis), expected)
+
+
+@pytest.mark.parametrize("case", OUT_OF_BOUNDS, ids=[c.name for c in OUT_OF_BOUNDS])
+def test_gather_oracle_names_the_first_bad_index_in_c_order(case: GatherCase) -> None:
+    assert case.match is not None
+    with pytest.raises(IndexError, match=case.match):
+        reference_gather_elements(case.data, case.indices, case.axis)

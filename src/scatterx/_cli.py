@@ -1,4 +1,5 @@
-"""The command line: ``backends`` lists the registry, ``check`` runs the conformance cases."""
+"""The command line: ``backends`` lists the registry, ``check`` runs the conformance cases
+(of scatter_elements and of gather_elements)."""
 
 from __future__ import annotations
 
@@ -92,14 +93,15 @@ def run_check(
     verbose: bool = False,
     libraries: Sequence[str] = (),
 ) -> int:
-    """Run every conformance case on every available backend (or those named), on each
-    backend's own arrays and through every installed array library (or those named).
+    """Run every conformance case, of scatter_elements and of gather_elements, on every
+    available backend (or those named), on each backend's own arrays and through every
+    installed array library (or those named).
 
     Prints a case-family x (backend, library) table of passed/failed/skipped counts and the
     failures; returns 1 if anything failed, no backend was available, or a backend or
     library named is unavailable, 2 for an unknown library name, else 0.
     """
-    from .testing import all_cases, run_case
+    from .testing import matrix_cases, run_case
     from .testing._libraries import LIBRARIES, NATIVE, enable_jax_x64
 
     known = (NATIVE, *LIBRARIES)
@@ -116,7 +118,7 @@ def run_check(
     if not records:
         print("no backend to check", file=out)
         return 1
-    cases = all_cases()
+    cases = matrix_cases()
     columns = _columns(records, chosen)
     counts: Counter[tuple[str, str, str]] = Counter()
     failures: list[str] = []

@@ -1,18 +1,28 @@
-"""The conformance suite: the loop oracle, the cases, and a runner for any backend."""
+"""The conformance suite: the loop oracles, the cases, and a runner for any backend."""
 
 from scatterx._registry import scoped_registry
 
 from ._cases import Case, error_cases, onnx_node_cases, spec_cases
 from ._compare import assert_bitwise_equal, first_difference
 from ._edge_cases import edge_cases
+from ._gather_cases import ConformanceCase, GatherCase, gather_error_cases, gather_onnx_node_cases
+from ._gather_generated import (
+    gather_edge_cases,
+    gather_grid_cases,
+    gather_layout_cases,
+    gather_special_cases,
+    gather_strategy_cases,
+)
 from ._generated import grid_cases, layout_cases, special_cases, strategy_cases
 from ._libraries import LIBRARIES
-from ._oracle import reference_scatter_elements, reference_with_free_nans
+from ._oracle import reference_gather_elements, reference_scatter_elements, reference_with_free_nans
 from ._runner import Outcome, expected_result, run_case
 
 __all__ = [
     "LIBRARIES",
     "Case",
+    "ConformanceCase",
+    "GatherCase",
     "Outcome",
     "all_cases",
     "assert_bitwise_equal",
@@ -20,9 +30,19 @@ __all__ = [
     "error_cases",
     "expected_result",
     "first_difference",
+    "gather_cases",
+    "gather_edge_cases",
+    "gather_error_cases",
+    "gather_grid_cases",
+    "gather_layout_cases",
+    "gather_onnx_node_cases",
+    "gather_special_cases",
+    "gather_strategy_cases",
     "grid_cases",
     "layout_cases",
+    "matrix_cases",
     "onnx_node_cases",
+    "reference_gather_elements",
     "reference_scatter_elements",
     "reference_with_free_nans",
     "run_case",
@@ -34,7 +54,7 @@ __all__ = [
 
 
 def all_cases() -> list[Case]:
-    """Every conformance case, in a fixed order.
+    """Every conformance case of ``scatter_elements``, in a fixed order.
 
     Returns
     -------
@@ -51,3 +71,46 @@ def all_cases() -> list[Case]:
         *edge_cases(),
         *error_cases(),
     ]
+
+
+def gather_cases() -> list[GatherCase]:
+    """Every conformance case of ``gather_elements``, in a fixed order.
+
+    Returns
+    -------
+    list of GatherCase
+        ONNX's node tests, and every generated family.
+
+    Examples
+    --------
+    >>> from scatterx.testing import gather_cases, run_case
+    >>> case = gather_cases()[0]
+    >>> case.name, case.kwargs(), run_case("numpy", case).status
+    ('gather-onnx-0', {'axis': 1}, 'passed')
+    """
+    return [
+        *gather_onnx_node_cases(),
+        *gather_grid_cases(),
+        *gather_special_cases(),
+        *gather_strategy_cases(),
+        *gather_layout_cases(),
+        *gather_edge_cases(),
+        *gather_error_cases(),
+    ]
+
+
+def matrix_cases() -> list[ConformanceCase]:
+    """Every case the conformance matrix and ``python -m scatterx check`` run.
+
+    Returns
+    -------
+    list of Case or GatherCase
+        :func:`all_cases` (the scatter's), then :func:`gather_cases`.
+
+    Examples
+    --------
+    >>> from scatterx.testing import matrix_cases
+    >>> list(dict.fromkeys(case.operation for case in matrix_cases()))
+    ['scatter_elements', 'gather_elements']
+    """
+    return [*all_cases(), *gather_cases()]

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 Array = np.ndarray[Any, Any]
+
+
+def dtype_key_of(data: Any) -> str | None:
+    """The contract's name of ``data``'s dtype, when it has one (None for a list, say)."""
+    from scatterx import dtype_key
+
+    dtype = getattr(data, "dtype", None)
+    return None if dtype is None else dtype_key(dtype)
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,13 @@ class Case:
         A regular expression the exception's message must match.
     tags : frozenset of str
         Free labels of the case.
+    numpy_roles : frozenset of str
+        The arrays (``"data"``, ``"indices"``, ``"updates"``) that stay NumPy arrays
+        whatever the arrays of the run: a call that mixes array libraries.
     """
+
+    operation: ClassVar[str] = "scatter_elements"
+    roles: ClassVar[tuple[str, ...]] = ("data", "indices", "updates")
 
     name: str
     family: str
@@ -46,14 +60,22 @@ class Case:
     error: type[Exception] | None = None
     match: str | None = None
     tags: frozenset[str] = field(default_factory=frozenset)
+    numpy_roles: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def dtype_key(self) -> str | None:
         """The contract's name of ``data``'s dtype, when it has one."""
-        from scatterx import dtype_key
+        return dtype_key_of(self.data)
 
-        dtype = getattr(self.data, "dtype", None)
-        return None if dtype is None else dtype_key(dtype)
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The arrays of the call, in the order of ``roles``."""
+        return self.data, self.indices, self.updates
+
+    @property
+    def signature(self) -> str:
+        """What a JIT backend compiles for the case: ``"<dtype key>-<reduction>"``."""
+        return f"{self.dtype_key}-{self.reduction}"
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of the call.

@@ -14,10 +14,10 @@ Array = np.ndarray[Any, Any]
 
 # Short and long strings (16 bytes and more live outside the array in StringDType), NUL
 # characters inside and at the end (code-point order puts "a\0\0" below "a\0b"), non-ASCII.
-_WORDS = ["", "a", "a\0", "a\0\0", "a\0b", "\0", "b" * 16, "é" * 17, "中a\0" * 9, "z" * 40]
+WORDS = ["", "a", "a\0", "a\0\0", "a\0b", "\0", "b" * 16, "é" * 17, "中a\0" * 9, "z" * 40]
 
 
-def _string_dtypes() -> dict[str, np.dtype[Any]]:
+def string_dtypes() -> dict[str, np.dtype[Any]]:
     return {
         "StringDType": np.dtype(np.dtypes.StringDType()),
         "StringDType-na": np.dtype(np.dtypes.StringDType(na_object=None)),
@@ -28,8 +28,8 @@ def _string_dtypes() -> dict[str, np.dtype[Any]]:
 def string_edge_cases() -> Iterator[Case]:
     """Long strings, NUL characters and a StringDType with ``na_object`` (holding no NA)."""
     rng = np.random.default_rng(8)
-    words = np.array(_WORDS, dtype=object)
-    for name, dtype in _string_dtypes().items():
+    words = np.array(WORDS, dtype=object)
+    for name, dtype in string_dtypes().items():
         for reduction in ("none", "add", "max", "min"):
             data = rng.choice(words, size=(4, 3)).astype(dtype)
             updates = rng.choice(words, size=(9, 3)).astype(dtype)
@@ -72,15 +72,15 @@ def nan_sign_cases() -> Iterator[Case]:
             )
 
 
-def _raw_bools(values: list[int]) -> Array:
+def raw_bools(values: list[int]) -> Array:
     """A bool array holding the raw bytes given: any nonzero byte reads as True."""
     return np.array(values, dtype=np.uint8).view(bool)
 
 
 def bool_byte_cases() -> Iterator[Case]:
     """Bools whose bytes are not 0/1: results hold 0/1, on every backend alike."""
-    data = _raw_bools([2, 0, 255, 1, 0, 7])
-    updates = _raw_bools([0, 3, 128, 0, 1, 0, 9, 0])
+    data = raw_bools([2, 0, 255, 1, 0, 7])
+    updates = raw_bools([0, 3, 128, 0, 1, 0, 9, 0])
     indices = np.array([0, 1, 2, 3, 0, 2, -1, 3])
     for reduction in ("none", "add", "mul", "max", "min"):
         yield Case(
@@ -91,7 +91,7 @@ def bool_byte_cases() -> Iterator[Case]:
             "edge",
             data,
             np.zeros(0, np.int64),
-            _raw_bools([]),
+            raw_bools([]),
             reduction=reduction,
         )
 

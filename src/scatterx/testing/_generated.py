@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,6 +28,19 @@ SHAPES: tuple[tuple[tuple[int, ...], tuple[int, ...], int], ...] = (
     ((3, 4, 5), (5, 2, 5), -3),
     ((3, 4, 5), (2, 3, 9), 2),
 )
+
+#: The dtypes of the strategy cases: a float of each width, an integer, bool.
+STRATEGY_DTYPES = ("float32", "float64", "int32", "bool")
+
+
+class Strategy(NamedTuple):
+    """Data and indices of a shape that a parallel backend computes another way."""
+
+    label: str
+    data: Array
+    indices: Array
+    axis: int
+
 
 _ALPHABET = np.array(list("abcAZé中𝄞 0"), dtype=object)
 
@@ -155,40 +168,36 @@ def special_cases() -> Iterator[Case]:
             )
 
 
+def strategy_arrays(rng: np.random.Generator, dtype: np.dtype[Any]) -> list[Strategy]:
+    """Data and indices of the shapes that take the parallel backends' other paths.
+
+    An embedding (rows looked up by token), a histogram (one short axis, many indices),
+    the last axis, and many columns; seeded by ``rng``, drawn in this order.
+    """
+    tokens = rng.integers(-50, 50, size=(120, 1))
+    return [
+        Strategy(
+            "embedding", random_values(rng, dtype, (50, 16)), np.repeat(tokens, 16, axis=1), 0
+        ),
+        Strategy(
+            "histogram", random_values(rng, dtype, (37,)), random_indices(rng, 37, (5000,)), 0
+        ),
+        Strategy(
+            "last-axis", random_values(rng, dtype, (40, 64)), random_indices(rng, 64, (40, 5)), 1
+        ),
+        Strategy(
+            "columns", random_values(rng, dtype, (64, 33)), random_indices(rng, 64, (200, 33)), 0
+        ),
+    ]
+
+
 def strategy_cases() -> Iterator[Case]:
     """Shapes that take the parallel backends' other paths: rows, one column, last axis."""
-    for key in ("float32", "float64", "int32", "bool"):
+    for key in STRATEGY_DTYPES:
         dtype = np.dtype(key)
         for reduction in ("none", "add", "max", "mul", "min"):
             rng = _rng(f"strategy-{key}-{reduction}")
-            tokens = rng.integers(-50, 50, size=(120, 1))
-            shapes: list[tuple[str, Array, Array, int]] = [
-                (
-                    "embedding",
-                    random_values(rng, dtype, (50, 16)),
-                    np.repeat(tokens, 16, axis=1),
-                    0,
-                ),
-                (
-                    "histogram",
-                    random_values(rng, dtype, (37,)),
-                    random_indices(rng, 37, (5000,)),
-                    0,
-                ),
-                (
-                    "last-axis",
-                    random_values(rng, dtype, (40, 64)),
-                    random_indices(rng, 64, (40, 5)),
-                    1,
-                ),
-                (
-                    "columns",
-                    random_values(rng, dtype, (64, 33)),
-                    random_indices(rng, 64, (200, 33)),
-                    0,
-                ),
-            ]
-            for label, data, indices, axis in shapes:
+            for label, data, indices, axis in strategy_arrays(rng, dtype):
                 updates = random_values(rng, dtype, indices.shape)
                 yield Case(
                     f"strategy-{label}-{key}-{reduction}",
@@ -207,7 +216,7 @@ def _readonly(array: Array) -> Array:
     return view
 
 
-_LAYOUTS: dict[str, Callable[[Array], Array]] = {
+LAYOUTS: dict[str, Callable[[Array], Array]] = {
     "fortran": np.asfortranarray,
     "reversed": lambda a: np.ascontiguousarray(a[::-1, ::-1])[::-1, ::-1],
     "strided": lambda a: np.repeat(np.repeat(a, 2, axis=0), 3, axis=1)[::2, ::3],
@@ -220,7 +229,7 @@ def layout_cases() -> Iterator[Case]:
     """Views, negative strides, Fortran order, read-only, byte-swapped, int32 indices."""
     for key in ("float32", "int16", "complex64", "bool", "float16", "StringDType"):
         dtype = dtypes()[key]
-        for layout, transform in _LAYOUTS.items():
+        for layout, transform in LAYOUTS.items():
             for reduction in ("none", "add"):
                 rng = _rng(f"layout-{key}-{layout}-{reduction}")
                 data = random_values(rng, dtype, (7, 6))

@@ -1,4 +1,4 @@
-"""The contract's loop, word for word: the oracle every backend is compared with."""
+"""The contract's loops, word for word: the oracles every backend is compared with."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import itertools
 from typing import Any
 
 import numpy as np
+
+from scatterx.backend import out_of_bounds_error
 
 
 def _combine(reduction: str, old: Any, new: Any, kind: str) -> Any:
@@ -115,3 +117,56 @@ def _two_nans_meet(reduction: str, old: Any, new: Any) -> bool:
     a, b, c, d = old.real, old.imag, new.real, new.imag
     pairs = [(a, c), (b, d)] if reduction == "add" else [(a * c, b * d), (a * d, b * c)]
     return any(bool(np.isnan(x) and np.isnan(y)) for x, y in pairs)
+
+
+def reference_gather_elements(data: Any, indices: Any, axis: int = 0) -> np.ndarray[Any, Any]:
+    """Compute GatherElements by the contract's plain loop over ``indices`` in C order.
+
+    ``out[i] = data[j]`` with ``j = i`` but ``j[axis] = indices[i]`` (contract.md section
+    10), one element at a time. Deliberately slow and simple, sharing no code with any
+    backend. It assumes a valid call (no argument checks) but raises the backends'
+    IndexError for the first index out of bounds in C order. A bool is read as any
+    nonzero byte, so the result holds canonical 0/1 bytes.
+
+    Parameters
+    ----------
+    data, indices : array_like
+        The arrays of the call, as :func:`scatterx.gather_elements` takes them.
+    axis : int, optional
+        The axis to gather along; a negative axis counts from the end.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array of the shape of ``indices`` and the dtype of ``data``.
+
+    Raises
+    ------
+    IndexError
+        For the first index, in C order, outside ``[-s, s-1]``, ``s = data.shape[axis]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> reference_gather_elements(np.array([[1, 2], [3, 4]]), np.array([[0, 0], [1, 0]]), axis=1)
+    array([[1, 1],
+           [4, 3]])
+    >>> reference_gather_elements(np.array([5.0, 6.0]), np.array([-1, 2]))
+    Traceback (most recent call last):
+    ...
+    IndexError: index 2 at position (1,) of indices is out of bounds for axis 0 with size 2: ...
+    """
+    data = np.asarray(data)
+    indices = np.asarray(indices)
+    source = np.not_equal(data.view(np.uint8), 0) if data.dtype.kind == "b" else data
+    out = np.empty(indices.shape, dtype=data.dtype)
+    axis = axis % data.ndim
+    size = data.shape[axis]
+    for position in itertools.product(*(range(n) for n in indices.shape)):
+        index = int(indices[position])
+        if not -size <= index < size:
+            raise out_of_bounds_error(index, position, axis, size)
+        source_position = list(position)
+        source_position[axis] = index if index >= 0 else index + size
+        out[position] = source[tuple(source_position)]
+    return out

@@ -6,20 +6,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx import BackendError, scatter_elements
+from scatterx import BackendError, gather_elements, scatter_elements
 from scatterx._registry import registered
-from scatterx.backend import Backend, ConvertsArrays
+from scatterx.backend import Backend, ConvertsArrays, GathersElements
 
 from . import _libraries
-from ._cases import Case
 from ._compare import first_difference
-from ._oracle import reference_with_free_nans
+from ._gather_cases import ConformanceCase, GatherCase
+from ._oracle import reference_gather_elements, reference_with_free_nans
 
-_oracle_results: dict[str, tuple[Any, Any]] = {}
+_oracle_results: dict[tuple[str, str], tuple[Any, Any]] = {}
+_OPERATIONS: dict[str, Callable[..., Any]] = {
+    "scatter_elements": scatter_elements,
+    "gather_elements": gather_elements,
+}
 
 
 @dataclass(frozen=True)
@@ -45,55 +49,88 @@ class Outcome:
     library_unavailable: bool = False
 
 
-def expected_result(case: Case) -> Any:
+def expected_result(case: ConformanceCase) -> Any:
     """The oracle's answer for a case that succeeds, computed once per process."""
     return _expected(case)[0]
 
 
-def _expected(case: Case) -> tuple[Any, Any]:
-    """The oracle's answer and where any NaN may stand for its value."""
-    if case.name not in _oracle_results:
-        _oracle_results[case.name] = reference_with_free_nans(
-            case.data, case.indices, case.updates, axis=case.axis, reduction=case.reduction
-        )
-    return _oracle_results[case.name]
+def _expected(case: ConformanceCase) -> tuple[Any, Any]:
+    """The oracle's answer and where any NaN may stand for its value (nowhere, for a
+    gather: it computes nothing)."""
+    key = (case.operation, case.name)
+    if key not in _oracle_results:
+        if isinstance(case, GatherCase):
+            answer = reference_gather_elements(case.data, case.indices, axis=case.axis)
+            _oracle_results[key] = answer, False
+        else:
+            _oracle_results[key] = reference_with_free_nans(
+                case.data, case.indices, case.updates, axis=case.axis, reduction=case.reduction
+            )
+    return _oracle_results[key]
 
 
-def _convert(backend: ConvertsArrays, name: str, case: Case) -> tuple[Any, ...] | str:
+def _made(case: ConformanceCase, make: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """The case's arrays made by ``make``, but those of ``numpy_roles``: NumPy arrays."""
+    return tuple(
+        np.asarray(a) if role in case.numpy_roles else make(np.asarray(a))
+        for role, a in zip(case.roles, case.arrays, strict=True)
+    )
+
+
+def _convert(backend: ConvertsArrays, name: str, case: ConformanceCase) -> tuple[Any, ...] | str:
     try:
-        return tuple(backend.from_numpy(np.asarray(a)) for a in _case_arrays(case))
+        return _made(case, backend.from_numpy)
     except (TypeError, ValueError) as exc:
         return f"{name} cannot hold this input: {exc}"
 
 
-def _case_arrays(case: Case) -> tuple[Any, Any, Any]:
-    return case.data, case.indices, case.updates
+def _nothing_mixed(case: ConformanceCase, arrays: tuple[Any, ...]) -> Outcome | None:
+    """Skipped, when a case that mixes NumPy arrays with the run's arrays has nothing to
+    mix: the run's arrays are NumPy's too."""
+    if case.numpy_roles and all(type(a) is np.ndarray for a in arrays):
+        return Outcome("skipped", "nothing to mix: the arrays of this run are NumPy's")
+    return None
 
 
-def _declined(backend: Backend, case: Case, exc: BackendError) -> Outcome:
+def _declined(backend: Backend, case: ConformanceCase, exc: BackendError) -> Outcome:
     key = case.dtype_key
-    advertised = key is not None and case.reduction in backend.capabilities.get(key, ())
-    if advertised:
+    served = None if key is None else backend.capabilities.get(key)
+    # A gather has no reduction: a dtype served for any reduction is served for a gather.
+    what = "gather_elements" if isinstance(case, GatherCase) else case.reduction
+    if served and (isinstance(case, GatherCase) or case.reduction in served):
         why = f"declined a call its capabilities advertise: {exc}"
         return Outcome("failed", why)
-    return Outcome("skipped", f"{backend.name} declines {case.dtype_key} {case.reduction}")
+    return Outcome("skipped", f"{backend.name} declines {key} {what}")
+
+
+def _to_numpy(to_numpy: Callable[[Any], Any], array: Any) -> Any:
+    """``array``'s values: the run's ``to_numpy``, but a NumPy array (one the case kept as
+    NumPy's while the run's arrays are another library's) is itself."""
+    return array if type(array) is np.ndarray else to_numpy(array)
 
 
 def _unmodified(
-    to_numpy: Callable[[Any], Any], before: list[Any], arrays: tuple[Any, ...]
+    to_numpy: Callable[[Any], Any],
+    case: ConformanceCase,
+    before: list[Any],
+    arrays: tuple[Any, ...],
 ) -> str | None:
-    for role, old, new in zip(("data", "indices", "updates"), before, arrays, strict=True):
-        problem = first_difference(np.asarray(to_numpy(new)), old)
+    for role, old, new in zip(case.roles, before, arrays, strict=True):
+        problem = first_difference(np.asarray(_to_numpy(to_numpy, new)), old)
         if problem is not None:
             return f"{role} was modified: {problem}"
     return None
 
 
 def _call(
-    backend: Backend, case: Case, arrays: tuple[Any, ...], to_numpy: Callable[[Any], Any]
+    backend: Backend,
+    case: ConformanceCase,
+    arrays: tuple[Any, ...],
+    to_numpy: Callable[[Any], Any],
 ) -> tuple[Any, Outcome | None]:
+    operation = _OPERATIONS[case.operation]
     try:
-        result = scatter_elements(*arrays, backend=backend.name, **case.kwargs())
+        result = operation(*arrays, backend=backend.name, **case.kwargs())
         if case.error is not None:
             # A lazy result (Dask's) raises the errors that need values (index bounds)
             # only when it is computed (contract section 8).
@@ -118,7 +155,7 @@ def _same_type(result: Any, like: Any) -> str | None:
 def _check_result(
     to_numpy: Callable[[Any], Any],
     check: Callable[[Any, Any], str | None],
-    case: Case,
+    case: ConformanceCase,
     arrays: tuple[Any, ...],
     result: Any,
 ) -> Outcome:
@@ -134,7 +171,7 @@ def _check_result(
 
 
 def _library_arrays(
-    backend: Backend, case: Case, adapter: _libraries.Library
+    backend: Backend, case: ConformanceCase, adapter: _libraries.Library
 ) -> tuple[Any, ...] | Outcome:
     """The case's arrays as the library's arrays on the device the backend serves, or why
     the case cannot run through that library here."""
@@ -150,13 +187,41 @@ def _library_arrays(
     if reason is not None:
         return Outcome("skipped", f"{name} is unavailable: {reason}", library_unavailable=True)
     try:
-        return tuple(adapter.from_numpy(np.asarray(a), device) for a in _case_arrays(case))
+        return _made(case, lambda array: adapter.from_numpy(array, device))
     except (TypeError, ValueError) as exc:
         why = str(exc) if str(exc).startswith(name) else f"{name} cannot hold this input: {exc}"
         return Outcome("skipped", why)
 
 
-def run_case(backend_name: str, case: Case, library: str | None = None) -> Outcome:
+class _Run(NamedTuple):
+    """The arrays of one run, how to read them back, and how to check a result's type."""
+
+    arrays: tuple[Any, ...]
+    to_numpy: Callable[[Any], Any]
+    check: Callable[[Any, Any], str | None]
+
+
+def _run_arrays(
+    backend: Backend, case: ConformanceCase, adapter: _libraries.Library | None
+) -> _Run | Outcome:
+    """The case's arrays for this run, how to read them back and how to check the result's
+    type; or why the case cannot run so."""
+    if isinstance(case, GatherCase) and not isinstance(backend, GathersElements):
+        return Outcome("skipped", f"{backend.name} has no gather_elements")
+    if adapter is not None:
+        made = _library_arrays(backend, case, adapter)
+        if isinstance(made, Outcome):
+            return made
+        return _Run(made, adapter.to_numpy, adapter.check_result)
+    if not isinstance(backend, ConvertsArrays):
+        return Outcome("skipped", f"backend {backend.name} has no from_numpy() for test data")
+    own = _convert(backend, backend.name, case)
+    if isinstance(own, str):
+        return Outcome("skipped", own)
+    return _Run(own, backend.to_numpy, _same_type)
+
+
+def run_case(backend_name: str, case: ConformanceCase, library: str | None = None) -> Outcome:
     """Run ``case`` on the backend named; compare with the oracle bit for bit.
 
     Also checks that no input was modified and that the result is a new array of the
@@ -167,8 +232,8 @@ def run_case(backend_name: str, case: Case, library: str | None = None) -> Outco
     ----------
     backend_name : str
         A registered backend.
-    case : Case
-        The case.
+    case : Case or GatherCase
+        The case: a call of ``scatter_elements`` or of ``gather_elements``.
     library : str, optional
         An array library of ``scatterx.testing.LIBRARIES`` (``"torch"``, ``"jax"``,
         ``"array_api_strict"``): the case's arrays are made in it, on the device the
@@ -182,8 +247,10 @@ def run_case(backend_name: str, case: Case, library: str | None = None) -> Outco
         Passed, failed or skipped, with why. Skipped, with ``unavailable`` set, when the
         backend is unavailable; with ``library_unavailable`` set when the library is not
         installed or lacks the backend's device here (torch without CUDA); skipped too
-        when the backend or the library cannot hold the case's arrays, or the library
-        never has arrays on the backend's device (array-api-strict on a GPU).
+        when the backend has no ``gather_elements`` (for a gather), when the backend or the
+        library cannot hold the case's arrays, when the library never has arrays on the
+        backend's device (array-api-strict on a GPU), or when a case that mixes NumPy
+        arrays with the run's finds NumPy arrays there.
 
     Raises
     ------
@@ -195,26 +262,19 @@ def run_case(backend_name: str, case: Case, library: str | None = None) -> Outco
     reason = backend.available()
     if reason is not None:
         return Outcome("skipped", f"{backend_name} is unavailable: {reason}", unavailable=True)
-    to_numpy: Callable[[Any], Any]
-    check: Callable[[Any, Any], str | None]
-    if adapter is None:
-        if not isinstance(backend, ConvertsArrays):
-            return Outcome("skipped", f"backend {backend_name} has no from_numpy() for test data")
-        own = _convert(backend, backend_name, case)
-        if isinstance(own, str):
-            return Outcome("skipped", own)
-        arrays, to_numpy, check = own, backend.to_numpy, _same_type
-    else:
-        made = _library_arrays(backend, case, adapter)
-        if isinstance(made, Outcome):
-            return made
-        arrays, to_numpy, check = made, adapter.to_numpy, adapter.check_result
-    before = [np.array(to_numpy(a), copy=True) for a in arrays]
+    run = _run_arrays(backend, case, adapter)
+    if isinstance(run, Outcome):
+        return run
+    arrays, to_numpy, check = run
+    unmixed = _nothing_mixed(case, arrays)
+    if unmixed is not None:
+        return unmixed
+    before = [np.array(_to_numpy(to_numpy, a), copy=True) for a in arrays]
     result, outcome = _call(backend, case, arrays, to_numpy)
     if outcome is None:
         outcome = _check_result(to_numpy, check, case, arrays, result)
     if outcome.status != "skipped":
-        modified = _unmodified(to_numpy, before, arrays)
+        modified = _unmodified(to_numpy, case, before, arrays)
         if modified is not None:
             return Outcome("failed", modified)
     return outcome

@@ -1,4 +1,5 @@
-"""The conformance suite as pytest tests: every registered backend x array library x case.
+"""The conformance suite as pytest tests: every registered backend x array library x case,
+of ``scatter_elements`` and of ``gather_elements``.
 
 Run it from this repository (``tests/test_conformance.py`` imports it) or on any installed
 backend with ``pytest --pyargs scatterx.testing.conformance --require-backend NAME``.
@@ -15,7 +16,8 @@ installed is skipped, or fails with ``--require-library NAME``. JAX runs with x6
 the test process, so that its rows cover int64, float64 and complex128 too.
 
 Test ids name the backend, then the library (none for native), then the case:
-``numba-spec-example-1``, ``numba-torch-spec-example-1``.
+``numba-spec-example-1``, ``numba-torch-spec-example-1``, ``numba-gather-onnx-0`` (every
+gather case's name begins with ``gather-``).
 
 Every case runs through every library: the full cross product, no subset. It is cheap:
 the library rows reuse the JIT signatures that the native rows compile (one xdist group
@@ -24,10 +26,11 @@ cache warm, on 2 shared cores: the conformance file takes 68 s with ``-n 2`` aga
 for the native rows alone (the library rows are ~6600 tests on numpy and numba);
 ``-k torch`` alone takes 15 s on one core. A column that cannot run here (an unavailable
 backend, a library not installed) is one test, ``test_missing_column_is_said``, not one
-skip per case.
-The native numba rows cost 5.5 min cold. Were the library rows to grow past a couple of
-minutes, running them on the JIT backends for a subset that still covers every family and
-every dtype x reduction would be the way to cut them.
+skip per case; so are the gather cases of a column whose backend has no ``gather_elements``.
+The gather cases add ~2900 tests on numpy, numba and dask, ~11 s of CPU in all, most
+of it Dask's graphs. The native numba rows cost 5.5 min cold. Were the library rows to
+grow past a couple of minutes, running them on the JIT backends for a subset that still
+covers every family and every dtype x reduction would be the way to cut them.
 """
 
 from __future__ import annotations
@@ -37,11 +40,13 @@ from typing import Any
 import pytest
 
 from scatterx import backends
-from scatterx.testing import Case, all_cases, run_case
+from scatterx._registry import registered
+from scatterx.backend import GathersElements
+from scatterx.testing import ConformanceCase, GatherCase, matrix_cases, run_case
 from scatterx.testing._libraries import LIBRARIES, NATIVE, device_for, enable_jax_x64, library
 from scatterx.testing.plugin import skip_or_fail, skip_or_fail_library
 
-CASES = all_cases()
+CASES = matrix_cases()
 BACKENDS = [record.name for record in backends()]
 COLUMNS = (NATIVE, *LIBRARIES)
 
@@ -55,8 +60,8 @@ def _chosen_libraries(config: pytest.Config) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-def _param(backend: str, library: str, case: Case) -> Any:
-    """One test, with its xdist group: one dtype and reduction, so that with
+def _param(backend: str, library: str, case: ConformanceCase) -> Any:
+    """One test, with its xdist group: one dtype and reduction (or gather), so that with
     ``pytest -n N --dist loadgroup`` each compiled signature of a JIT backend is compiled
     by one worker, not by every worker that meets it (the library rows reuse it)."""
     names = [backend] if library == NATIVE else [backend, library]
@@ -65,7 +70,7 @@ def _param(backend: str, library: str, case: Case) -> Any:
         None if library == NATIVE else library,
         case,
         id="-".join([*names, case.name]),
-        marks=pytest.mark.xdist_group(f"{case.dtype_key}-{case.reduction}"),
+        marks=pytest.mark.xdist_group(case.signature),
     )
 
 
@@ -74,8 +79,9 @@ Column = tuple[str, str]  # (backend, library or NATIVE)
 
 def _columns(config: pytest.Config) -> tuple[list[Column], list[tuple[Column, str, str]]]:
     """The (backend, library) columns to run, and those that cannot run here: each with
-    why and what is missing (``"backend"`` or ``"library"``), said by one test instead of
-    one skip per case (thousands of skips cost the README's test command seconds)."""
+    why and what is missing (``"backend"`` or ``"library"``; ``"gather_elements"`` for the
+    gather cases of a column whose backend has none), said by one test instead of one skip
+    per case (thousands of skips cost the README's test command seconds)."""
     chosen = config.getoption("--scatterx-backend") or BACKENDS
     records = {record.name: record for record in backends()}
     libraries = _chosen_libraries(config)
@@ -95,7 +101,24 @@ def _columns(config: pytest.Config) -> tuple[list[Column], list[tuple[Column, st
                 missing.append(((backend, name), why_library, "library"))
             else:
                 runs.append((backend, name))
+                if not _gathers(backend):
+                    why = f"{backend} has no gather_elements"
+                    missing.append(((backend, name), why, "gather_elements"))
     return runs, missing
+
+
+def _gathers(backend: str) -> bool:
+    """Whether the backend named computes ``gather_elements``."""
+    return isinstance(registered()[backend], GathersElements)
+
+
+def _runs_on(backend: str, case: ConformanceCase) -> bool:
+    return not isinstance(case, GatherCase) or _gathers(backend)
+
+
+def _missing_id(missing: tuple[Column, str, str]) -> str:
+    column, _, what = missing
+    return "-".join([*column, what] if what == "gather_elements" else column)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -107,26 +130,36 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             # made: without x64 JAX would turn int64, float64 and complex128 data into
             # 32-bit types (the JAX adapter skips those cases rather than let it).
             enable_jax_x64()
-        params = [_param(backend, name, case) for backend, name in runs for case in CASES]
+        params = [
+            _param(backend, name, case)
+            for backend, name in runs
+            for case in CASES
+            if _runs_on(backend, case)
+        ]
         metafunc.parametrize(("conformance_backend", "conformance_library", "case"), params)
     elif "missing_column" in metafunc.fixturenames:
         _, missing = _columns(config)
-        metafunc.parametrize(
-            "missing_column", missing, ids=["-".join(column) for column, _, _ in missing]
-        )
+        metafunc.parametrize("missing_column", missing, ids=[_missing_id(m) for m in missing])
 
 
 def test_missing_column_is_said(missing_column: tuple[Column, str, str], pytestconfig: Any) -> None:
     """A backend or library missing here: skipped once per column with why, or failed
-    where it is required."""
+    where it is required; a backend without gather_elements (which the contract lets a
+    backend lack): skipped once per column."""
     (backend, name), reason, what = missing_column
+    if what == "gather_elements":
+        count = sum(isinstance(case, GatherCase) for case in CASES)
+        pytest.skip(f"{reason} ({count} gather cases)")
     if what == "backend":
         skip_or_fail(pytestconfig, backend, f"{reason} ({len(CASES)} cases)")
     skip_or_fail_library(pytestconfig, name, f"{reason} ({len(CASES)} cases)")
 
 
 def test_backend_matches_oracle(
-    conformance_backend: str, conformance_library: str | None, case: Case, pytestconfig: Any
+    conformance_backend: str,
+    conformance_library: str | None,
+    case: ConformanceCase,
+    pytestconfig: Any,
 ) -> None:
     outcome = run_case(conformance_backend, case, library=conformance_library)
     if outcome.status == "skipped":
