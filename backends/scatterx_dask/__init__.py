@@ -1,4 +1,4 @@
-"""The dask backend: ScatterElements on Dask arrays, lazily, exactly, on any scheduler.
+"""The dask backend: ScatterElements and GatherElements on Dask arrays, lazily, exactly.
 
 A call returns a Dask array at once; its tasks run scatterx's in-memory backends (numba
 where installed) on blocks: see :mod:`scatterx_dask._graph` for the graph and its cost,
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import DTYPE_REDUCTIONS, Backend, Request, ScatterRequest
+from scatterx.backend import DTYPE_REDUCTIONS, Backend, GatherRequest, Request, ScatterRequest
 
 Array = np.ndarray[Any, Any]
 Chunker = Callable[[Array], Any]
@@ -90,6 +90,11 @@ class DaskBackend:
         from ._run import scatter_elements
 
         return scatter_elements(request)
+
+    def gather_elements(self, request: GatherRequest) -> Any:
+        from ._run import gather_elements
+
+        return gather_elements(request)
 
     def from_numpy(self, array: Array) -> Any:
         """Test data as a Dask array, chunked as :func:`test_chunks` says."""

@@ -1,25 +1,32 @@
-"""The task graph of a lazy scatter: a bounds guard, then one ordered fold per block.
+"""The task graphs of a lazy scatter and gather: a bounds guard, then one fold per block.
 
-For each block of the result: if no update reaches its columns, it is a copy of data's block;
-else a chain of tasks folds the blocks of updates of its columns into data's block, in
-ascending axis order (the order of the contract), each task one in-memory call. Chains
-share no output element, so they run in parallel; each holds one block of the result,
-one of indices and one of updates at a time.
+Scatter. For each block of the result: if no update reaches its columns, it is a copy of
+data's block; else a chain of tasks folds the blocks of updates of its columns into data's
+block, in ascending axis order (the order of the contract), each task one in-memory call.
+Chains share no output element, so they run in parallel; each holds one block of the
+result, one of indices and one of updates at a time.
+
+Gather. Each block of the result (a block of indices, lined up with data's columns) reads
+the blocks of data of its columns: one in-memory call where data is whole along the axis,
+else a chain over data's blocks along the axis, each task filling in the elements whose
+indices fall in its block of data. Each holds one block of the result, one of indices and
+one of data at a time.
 
 Before any chain starts (unless one in-memory call reads every index: it checks them
 itself), a guard checks every index against the axis's bounds, on a
 clone of the indices' graph (so that no block of indices waits in memory for the
 chains): its tasks find each block's first bad index, a tree of small tasks the first of
 all, and the guard raises the contract's IndexError for it. Every block of the result that
-updates reach waits for the guard, so any computation of such blocks (the whole result or
+reads indices waits for the guard, so any computation of such blocks (the whole result or
 a part) reads every index once more, and raises for the first bad index of the whole, in
-C order; a block that no update reaches reads no index and raises nothing.
+C order; a block of a scatter that no update reaches reads no index and raises nothing.
 
 Tasks: one per block of indices for the guard (and its tree, a few percent more); when
-data is not chunked along the axis, one per block of indices and updates for the chains,
+data is not chunked along the axis, one per block of indices (and updates) for the chains,
 so the graph grows as the number of blocks. When data has ``K`` chunks along the axis,
-every block of updates is read by the ``K`` blocks of its columns: ``K`` tasks per block
-of updates, each copying its block of the result once more.
+every block of indices is read by ``K`` tasks, each copying its block of the result once
+more: for a scatter, one per block of data in its columns; for a gather, one per block of
+data along the axis that its block of the result reads.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import itertools
 import math
 from typing import Any
 
-from scatterx.backend import ScatterRequest
+from scatterx.backend import GatherRequest, ScatterRequest
 
 from . import _tasks
 from ._plan import Plan
@@ -39,6 +46,12 @@ FAN_IN = 32
 
 def _starts(sizes: tuple[int, ...]) -> list[int]:
     return list(itertools.accumulate(sizes, initial=0))[:-1]
+
+
+def _spans(axis_chunks: tuple[int, ...], size: int) -> list[tuple[int, int, int]]:
+    """``(low, high, size)`` of each of data's chunks along an axis of ``size``."""
+    starts = _starts(axis_chunks)
+    return [(lo, lo + n, size) for lo, n in zip(starts, axis_chunks, strict=True)]
 
 
 def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int) -> str:
@@ -67,7 +80,8 @@ def needs_guard(data: Any, indices: Any, axis: int) -> bool:
 
     That call, with data not chunked along the axis and one block of indices (rechunked),
     checks the bounds itself and raises for the first bad index of the whole (its block
-    starts at the origin); every other block of the result reads no index.
+    starts at the origin); every other block of a scatter's result reads no index, and a
+    gather's result has no other block.
     """
     return bool(data.numblocks[axis] > 1 or math.prod(indices.numblocks) > 1)
 
@@ -87,8 +101,7 @@ def tasks(
     guard = None if clone is None else _guard(graph, name, clone, axis, size)
     indices, updates = arrays
     columns = lined_up.columns
-    axis_chunks = data.chunks[axis]
-    spans = [(lo, lo + n, size) for lo, n in zip(_starts(axis_chunks), axis_chunks, strict=True)]
+    spans = _spans(data.chunks[axis], size)
     whole_axis = len(spans) == 1
     for block in itertools.product(*(range(n) for n in data.numblocks)):
         out = (name, *block)
@@ -106,5 +119,35 @@ def tasks(
                 graph[key] = (_tasks.step, state, *args)
             else:
                 graph[key] = (_tasks.step_within, state, *args, spans[block[axis]], row == 0)
+            state = key
+    return graph
+
+
+def gather_tasks(request: GatherRequest, name: str, indices: Any, clone: Any) -> dict[Any, Any]:
+    """The graph's new tasks for a gather: the result's blocks are ``(name, *block)``.
+
+    ``indices`` are the user's rechunked as :func:`scatterx_dask._plan.plan` says: off the
+    axis, block ``b`` of them lies in block ``b`` of data, and starts where it starts.
+    ``clone`` is as for :func:`tasks`.
+    """
+    data, axis, size = request.data, request.axis, request.axis_size
+    graph: dict[Any, Any] = {}
+    guard = None if clone is None else _guard(graph, name, clone, axis, size)
+    spans = _spans(data.chunks[axis], size)
+    for block in itertools.product(*(range(n) for n in indices.numblocks)):
+        index = (indices.name, *block)
+        if 0 in (indices.chunks[d][i] for d, i in enumerate(block)):
+            # cut at an empty chunk of data off the axis: no data to read, no index to check
+            graph[(name, *block)] = (_tasks.gathered_nothing, index, data.dtype)
+            continue
+        state: Any = None
+        for row, span in enumerate(spans):
+            key = (name, *block) if row == len(spans) - 1 else (f"{name}-fold-{row}", *block)
+            source = (data.name, *block[:axis], row, *block[axis + 1 :])
+            checked = guard if row == 0 else None
+            if len(spans) == 1:
+                graph[key] = (_tasks.gather_step, source, index, checked, axis)
+            else:
+                graph[key] = (_tasks.gather_within, state, source, index, checked, axis, span)
             state = key
     return graph

@@ -1,11 +1,11 @@
-"""One lazy scatter: plan the chunks, build the graph, return the result's Dask array."""
+"""One lazy scatter or gather: plan the chunks, build the graph, return the result's Dask array."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from scatterx.backend import ScatterRequest
+from scatterx.backend import GatherRequest, ScatterRequest
 
 from . import _graph, _tasks
 from ._plan import plan
@@ -33,6 +33,13 @@ def _clone(array: Any, token: str) -> Any:
     return da.Array(layers, name, array.chunks, meta=array._meta)  # type: ignore[no-untyped-call]
 
 
+def _guarded(data: Any, indices: Any, rechunked: Any, axis: int, token: str) -> list[Any]:
+    """The clone of the user's ``indices`` that the guard reads, as a list: empty where the
+    ``rechunked`` indices need no guard (see :func:`scatterx_dask._graph.needs_guard`)."""
+    needed = _graph.needs_guard(data, rechunked, axis)
+    return [_clone(indices, f"checked-{token}")] if needed else []
+
+
 def scatter_elements(request: ScatterRequest) -> Any:
     """The lazy result of ``request`` (of Dask arrays): nothing is computed here."""
     da: Any = importlib.import_module("dask.array")
@@ -47,10 +54,34 @@ def scatter_elements(request: ScatterRequest) -> Any:
     indices_r = indices.rechunk(lined_up.index_chunks)
     updates_r = updates.rechunk(lined_up.index_chunks)
     token = tokenize(data, indices, updates, request.axis, request.reduction)
-    needed = _graph.needs_guard(data, indices_r, request.axis)
-    checked = _clone(indices, f"checked-{token}") if needed else None
+    checked = _guarded(data, indices, indices_r, request.axis, token)
     name = f"scatter_elements-{token}"
-    layer = _graph.tasks(request, name, lined_up, (indices_r, updates_r), checked)
-    inputs = [data, indices_r, updates_r] + ([] if checked is None else [checked])
+    clone = checked[0] if checked else None
+    layer = _graph.tasks(request, name, lined_up, (indices_r, updates_r), clone)
+    inputs = [data, indices_r, updates_r, *checked]
     graph = HighLevelGraph.from_collections(name, layer, dependencies=inputs)
     return da.Array(graph, name, data.chunks, meta=data._meta)
+
+
+def gather_elements(request: GatherRequest) -> Any:
+    """The lazy result of the gather ``request`` (of Dask arrays): nothing is computed here.
+
+    The result has indices' chunks, rechunked as for a scatter: off the axis to data's
+    chunks (cut where indices end), along it into pieces no larger than the largest block
+    of the inputs.
+    """
+    da: Any = importlib.import_module("dask.array")
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    data, indices, axis = request.data, request.indices, request.axis
+    if request.n_indices == 0:
+        return indices.map_blocks(_tasks.gathered_nothing, data.dtype, meta=data._meta)
+    lined_up = plan(data.chunks, indices.chunks, indices.chunks, axis)
+    indices_r = indices.rechunk(lined_up.index_chunks)
+    token = tokenize("gather_elements", data, indices, axis)
+    checked = _guarded(data, indices, indices_r, axis, token)
+    name = f"gather_elements-{token}"
+    layer = _graph.gather_tasks(request, name, indices_r, checked[0] if checked else None)
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[data, indices_r, *checked])
+    return da.Array(graph, name, indices_r.chunks, meta=data._meta)

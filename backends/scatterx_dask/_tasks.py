@@ -1,4 +1,4 @@
-"""The functions that the tasks of a lazy scatter run, block by block.
+"""The functions that the tasks of a lazy scatter or gather run, block by block.
 
 Every function here is at module level, so that a ``distributed`` worker can unpickle it.
 """
@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import block_call, out_of_bounds_error
+from scatterx.backend import block_call, block_gather, out_of_bounds_error
 
 from ._cores import run_on_numba
 
@@ -116,3 +116,56 @@ def copied(block: Array, axis: int, reduction: str) -> Any:
     data (bool normalised to 0 and 1, say)."""
     nothing = np.zeros((0,) * block.ndim, np.int64)
     return scatter_block(block, nothing, nothing.astype(block.dtype), axis, reduction)
+
+
+def gather_block(data: Array, indices: Array, axis: int) -> Any:
+    """One in-memory gather, on the backend scatterx chooses for the blocks (numba on the
+    cores this task can take now, as for :func:`scatter_block`)."""
+    name, run = block_gather(data, indices, axis)
+    return run_on_numba(run) if name == "numba" else run()
+
+
+def gather_step(data: Array, indices: Array, checked: None, axis: int) -> Any:
+    """Gather a block of the result from a block of data that spans the whole axis.
+
+    ``checked`` is the bounds guard's value (None): it only orders this task after it.
+    """
+    return gather_block(data, indices, axis)
+
+
+def gather_within(
+    state: Array | None,
+    data: Array,
+    indices: Array,
+    checked: None,
+    axis: int,
+    span: tuple[int, int, int],
+) -> Any:
+    """Fill in the elements of a block of the result whose indices fall in a block of data
+    that spans ``[low, high)`` of an axis of ``size``; ``state`` holds the elements filled
+    in so far (None: none yet), kept elsewhere.
+
+    Every index is in bounds (the guard ran first), so exactly one block of data along the
+    axis supplies each element: after the last block, every element is filled in. The
+    indices that fall elsewhere read slot 0 of this block instead (valid for every dtype),
+    and those elements are taken from ``state``: the in-memory call needs no mask.
+    """
+    low, high, size = span
+    target = indices.astype(np.int64)
+    target[target < 0] += size
+    inside = (target >= low) & (target < high)
+    if not inside.any():  # also where the block of data is empty
+        return state
+    target -= low
+    if inside.all():
+        return gather_block(data, target, axis)
+    target[~inside] = 0
+    gathered = gather_block(data, target, axis)
+    if state is not None:
+        np.copyto(gathered, state, where=~inside)
+    return gathered
+
+
+def gathered_nothing(indices: Array, dtype: np.dtype[Any]) -> Array:
+    """A block of an empty result: the in-memory backends' empty array of data's dtype."""
+    return np.empty(indices.shape, dtype)

@@ -1,0 +1,329 @@
+"""gather_elements on the dask backend: the numpy backend's bits under any chunking,
+laziness, when each error is raised (contract.md sections 8 and 10), memory per task.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import scatterx
+from scatterx.backend import out_of_bounds_error
+from scatterx.testing import first_difference
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+callbacks = pytest.importorskip("dask.callbacks")
+
+Array = np.ndarray[Any, Any]
+
+
+def _bfloat16() -> np.dtype[Any] | None:
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def _values(dtype: str, rng: np.random.Generator, shape: tuple[int, ...]) -> Array:
+    """Seeded values with what a gather must carry bit for bit: raw bools (bytes other than
+    0 and 1), -0.0, NaNs of many payloads, byte-swapped floats, strings."""
+    if dtype == "bool":
+        return rng.integers(0, 256, shape).astype(np.uint8).view(bool)
+    if dtype in ("object", "StringDType"):
+        words = np.array(["", "a", "ab", "é", "z\0", "中"], dtype=object)
+        chosen = words[rng.integers(0, len(words), shape)]
+        return chosen if dtype == "object" else chosen.astype(np.dtypes.StringDType())
+    kind = _bfloat16() if dtype == "bfloat16" else np.dtype(dtype)
+    if kind is None:
+        pytest.skip("bfloat16 needs ml_dtypes")
+    if kind.kind in "iu":
+        info = np.iinfo(kind)
+        return rng.integers(info.min, info.max, shape, dtype=kind, endpoint=True)
+    values = (rng.standard_normal(shape) * 300).astype(kind)
+    if kind.kind == "c":
+        values.imag = rng.standard_normal(shape)
+    flat = values.reshape(-1)
+    flat[::7] = -0.0
+    if kind.kind in "fV" and kind.isnative:  # NaNs of different payloads (float, bfloat16)
+        width = {2: np.uint16, 4: np.uint32, 8: np.uint64}[kind.itemsize]
+        flat[3::5] = np.nan
+        flat[3::5].view(width)[:] |= np.arange(flat[3::5].size, dtype=width) + 1
+    return values
+
+
+def _lazy(array: Array, chunks: Any) -> Any:
+    return da.from_array(array, chunks=chunks, asarray=False)
+
+
+def _both(data: Array, indices: Array, chunks: tuple[Any, Any], axis: int) -> tuple[Any, Array]:
+    """The lazy result for ``data`` and ``indices`` in ``chunks``, and the numpy backend's."""
+    result = scatterx.gather_elements(_lazy(data, chunks[0]), _lazy(indices, chunks[1]), axis=axis)
+    return result, scatterx.gather_elements(data, indices, axis=axis, backend="numpy")
+
+
+# --- 1. The numpy backend's bits, over dtypes, axes and chunkings ----------------------------
+
+DTYPES = [
+    "bool", "int8", "int64", "float16", "bfloat16", "float32", ">f4", "float64", "complex128",
+    "object", "StringDType",
+]  # fmt: skip
+
+# (data chunks, indices chunks) for data (6, 7): indices (9, 5) along axis 0, (4, 11) along
+# axis 1; both are shorter than data off the axis. "along" and "off" stand for data in 2s
+# along (off) the axis and whole on the other dimension; "ragged", for indices in chunks
+# of 1 then the rest.
+CHUNKINGS: dict[str, tuple[Any, Any]] = {
+    "one-chunk": (-1, -1),
+    "data-along-axis": ("along", -1),
+    "data-off-axis": ("off", (2, 3)),
+    "both-blocks": ((4, 3), (3, 2)),
+    "irregular": (((1, 0, 5), (3, 4)), "ragged"),
+    "indices-finer": ((3, 7), 1),
+}
+
+
+def _chunks(chunking: str, axis: int, index_shape: tuple[int, ...]) -> tuple[Any, Any]:
+    data, indices = CHUNKINGS[chunking]
+    if isinstance(data, str):
+        data = tuple(2 if (d == axis) == (data == "along") else -1 for d in range(2))
+    if indices == "ragged":
+        indices = tuple((1, n - 1) for n in index_shape)
+    return data, indices
+
+
+@pytest.mark.parametrize("chunking", list(CHUNKINGS))
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bits_equal_the_numpy_backend(dtype: str, axis: int, chunking: str) -> None:
+    rng = np.random.default_rng(3)
+    data = _values(dtype, rng, (6, 7))
+    index_shape = (9, 5) if axis == 0 else (4, 11)
+    indices = rng.integers(-data.shape[axis], data.shape[axis], index_shape)
+    result, expected = _both(data, indices, _chunks(chunking, axis, index_shape), axis)
+    assert (result.shape, result.dtype) == (expected.shape, expected.dtype)
+    assert first_difference(result.compute(scheduler="sync"), expected) is None
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_three_dimensions_and_int32_indices(axis: int) -> None:
+    rng = np.random.default_rng(axis + 10)
+    data = rng.standard_normal((5, 6, 7)).astype(np.float32)
+    index_shape = tuple(9 if d == axis % 3 else n - 1 for d, n in enumerate(data.shape))
+    size = data.shape[axis]
+    indices = rng.integers(-size, size, index_shape).astype(np.int32)
+    result, expected = _both(data, indices, ((2, 4, 3), (4, 2, 5)), axis)
+    assert first_difference(result.compute(scheduler="threads"), expected) is None
+
+
+def test_result_chunks_follow_indices_lined_up_with_data() -> None:
+    data, indices = np.arange(42.0).reshape(6, 7), np.zeros((9, 5), np.int64)
+    sources = (data.copy(), indices.copy())
+    result = scatterx.gather_elements(_lazy(data, (2, (3, 4))), _lazy(indices, (4, 1)), axis=0)
+    assert isinstance(result, da.Array)
+    assert result.chunks[1] == (3, 2)  # data's chunks off the axis, cut where indices end
+    assert sum(result.chunks[0]) == 9
+    expected = scatterx.gather_elements(data, indices, backend="numpy")
+    assert first_difference(result.compute(), expected) is None
+    assert data.tobytes() == sources[0].tobytes()
+    assert indices.tobytes() == sources[1].tobytes()
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_empty_indices(axis: int, no_compute: list[Any]) -> None:
+    data = np.arange(12, dtype=np.int16).reshape(3, 4).astype(">i2")
+    empty = np.zeros((0, 4) if axis else (3, 0), np.int64)
+    result = scatterx.gather_elements(_lazy(data, 2), _lazy(empty, 2), axis=axis)
+    assert not no_compute
+    assert (result.shape, result.dtype) == (empty.shape, data.dtype)
+    assert result.chunks == _lazy(empty, 2).chunks
+    expected = scatterx.gather_elements(data, empty, axis=axis, backend="numpy")
+    assert first_difference(result.compute(scheduler="sync"), expected) is None
+
+
+def test_random_indices_are_checked_and_gathered_alike() -> None:
+    """The guard reads its own copy of the indices' graph: a random graph (fused when dask
+    optimises) gives it the same values as the gather."""
+    indices = da.random.default_rng(0).integers(-9, 9, (40, 6), chunks=(10, 3))
+    data = da.arange(360.0, chunks=50).reshape(40, 9).rechunk((10, 4))
+    result = scatterx.gather_elements(data, indices, axis=1)
+    arrays = (data.compute(), indices.compute())
+    expected = scatterx.gather_elements(*arrays, axis=1, backend="numpy")
+    assert result.compute().tobytes() == expected.tobytes()
+    position = np.unravel_index(int(np.argmax(arrays[1] - 1 < -9)), arrays[1].shape)
+    message = str(out_of_bounds_error(-10, tuple(map(int, position)), 1, 9))
+    with pytest.raises(IndexError, match=re.escape(message)):
+        scatterx.gather_elements(data, indices - 1, axis=1).compute()
+
+
+def test_blocks_run_on_the_backend_chosen_for_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks large enough for numba (where it is installed and gathers) run there, on the
+    cores their task can take; the bits stay the numpy backend's."""
+    from scatterx_dask import _tasks
+
+    shared: list[int] = []
+
+    def counted(run: Any) -> Any:
+        shared.append(1)
+        return real(run)
+
+    real = _tasks.run_on_numba
+    monkeypatch.setattr(_tasks, "run_on_numba", counted)
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((60, 256)).astype(np.float32)
+    indices = rng.integers(-60, 60, (90, 200))
+    result, expected = _both(data, indices, ((20, 128), -1), 0)
+    assert first_difference(result.compute(scheduler="threads"), expected) is None
+    block = scatterx.explain_gather(data[:20, :128], indices[:, :128]).backend
+    assert bool(shared) == (block == "numba")
+
+
+# --- 2. Laziness, and memory per task -------------------------------------------------------
+
+
+def _refuse(*args: Any, **kwargs: Any) -> Any:
+    msg = "a task graph was computed"
+    raise AssertionError(msg)
+
+
+@pytest.fixture
+def no_compute() -> Iterator[list[Any]]:
+    """Inside: any computation raises, and every graph started is listed."""
+    started: list[Any] = []
+    with (
+        dask.config.set(scheduler=_refuse),
+        callbacks.Callback(start_state=lambda dsk, state: started.append(dsk)),
+    ):
+        yield started
+
+
+@pytest.mark.parametrize("chunks", [(-1, -1), ((2, 3), (4, 2))], ids=["one-chunk", "blocks"])
+def test_nothing_is_computed_at_call_time(chunks: Any, no_compute: list[Any]) -> None:
+    data, indices = _lazy(np.ones((6, 5)), chunks[0]), _lazy(np.zeros((8, 5), int), chunks[1])
+    result = scatterx.gather_elements(data, indices)
+    decision = scatterx.explain_gather(data, indices)
+    assert not no_compute
+    assert isinstance(result, da.Array)
+    assert decision.backend == "dask"
+    assert "dask runs gather_elements" in str(decision)
+    with pytest.raises(AssertionError, match="computed"):
+        result.compute()  # the trap springs when something is computed
+
+
+def test_no_task_holds_more_than_the_largest_input_block() -> None:
+    """Data in 8 chunks along the axis is never put together: each task of the gather
+    reads one block of data (5 x 6) and makes at most one block of indices (10 x 6)."""
+    rng = np.random.default_rng(5)
+    data, indices = rng.standard_normal((40, 6)), rng.integers(-40, 40, (40, 6))
+    made: dict[Any, int] = {}
+    result = scatterx.gather_elements(_lazy(data, (5, 6)), _lazy(indices, (10, 6)))
+    with callbacks.Callback(posttask=lambda key, value, *_: made.update({key: np.size(value)})):
+        got = result.compute(scheduler="sync")
+    ours = {key: n for key, n in made.items() if str(key[0]).startswith(result.name)}
+    folds = [key for key in ours if str(key[0]).startswith(f"{result.name}-fold-")]
+    assert len(folds) == 7 * 4  # 4 blocks of the result, each folded from 8 blocks of data
+    assert max(ours.values()) == 60
+    expected = scatterx.gather_elements(data, indices, backend="numpy")
+    assert first_difference(got, expected) is None
+
+
+# --- 3. When each error is raised -----------------------------------------------------------
+
+
+METADATA_ERRORS = [  # (data shape, indices shape, indices dtype, axis, error, message)
+    ((6, 5), (4, 6), np.int64, 0, ValueError, "dimension 1"),
+    ((6, 5), (4,), np.int64, 0, ValueError, "shape"),
+    ((6, 5), (4, 5), np.float64, 0, TypeError, re.escape("indices.astype(np.int64)")),
+    ((6, 5), (4, 5), np.int64, 2, ValueError, "axis"),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "indices", "index_dtype", "axis", "error", "match"), METADATA_ERRORS
+)
+def test_metadata_errors_raise_at_call_time(
+    data: tuple[int, ...],
+    indices: tuple[int, ...],
+    index_dtype: Any,
+    axis: int,
+    error: type[Exception],
+    match: str,
+    no_compute: list[Any],
+) -> None:
+    lazy = (_lazy(np.ones(data), 2), _lazy(np.zeros(indices, index_dtype), 2))
+    with pytest.raises(error, match=match):
+        scatterx.gather_elements(*lazy, axis=axis)
+    assert not no_compute
+
+
+@pytest.mark.parametrize("role", [0, 1], ids=["data", "indices"])
+def test_unknown_chunk_sizes_and_mixed_libraries_raise_at_call_time(
+    role: int, no_compute: list[Any]
+) -> None:
+    arrays = [np.ones((6, 5)), np.zeros((4, 5), np.int64)]
+    lazy = [_lazy(a, 2) for a in arrays]
+    unknown = list(lazy)
+    unknown[role] = lazy[role][da.ones(arrays[role].shape[0], dtype=bool, chunks=3)]
+    name = ("data", "indices")[role]
+    with pytest.raises(ValueError, match=rf"{name}\.compute_chunk_sizes\(\)"):
+        scatterx.gather_elements(*unknown)
+    mixed = list(lazy)
+    mixed[role] = arrays[role]
+    with pytest.raises(TypeError, match="one array library"):
+        scatterx.gather_elements(*mixed)
+    assert not no_compute
+
+
+def _bad_indices(axis: int) -> tuple[Array, Array]:
+    """Data (6, 8) and indices with bad values in several blocks: the first in C order
+    comes after another one along the axis (axis 1), or in a block after another one's
+    (axis 0, with indices in blocks of (2, 4))."""
+    data = np.arange(48.0).reshape(6, 8)
+    if axis == 1:
+        indices = np.zeros((5, 12), np.int64)
+        indices[0, 10], indices[1, 5], indices[3, 2], indices[4, 7] = 20, -9, 8, 99
+    else:
+        indices = np.zeros((6, 8), np.int64)
+        indices[2, 6], indices[3, 0], indices[5, 1], indices[4, 7] = -7, 6, 10, 6
+    return data, indices
+
+
+BAD_CHUNKINGS = {
+    "one-chunk": (-1, -1),  # one in-memory call reads every index: no guard
+    "blocks": ((2, 3), (2, 4)),
+    "data-along-axis": ((3, 3), -1),
+    "indices-small": (-1, 1),
+}
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+@pytest.mark.parametrize("chunking", list(BAD_CHUNKINGS))
+@pytest.mark.parametrize("axis", [0, 1])
+def test_out_of_bounds_raises_the_first_in_c_order_at_compute(
+    axis: int, chunking: str, scheduler: str
+) -> None:
+    data, indices = _bad_indices(axis)
+    chunks = BAD_CHUNKINGS[chunking]
+    with dask.config.set(scheduler=_refuse):
+        result = scatterx.gather_elements(
+            _lazy(data, chunks[0]), _lazy(indices, chunks[1]), axis=axis
+        )
+    size = data.shape[axis]
+    flat = int(np.flatnonzero((indices < -size) | (indices >= size))[0])
+    position = tuple(int(i) for i in np.unravel_index(flat, indices.shape))
+    message = re.escape(str(out_of_bounds_error(int(indices.flat[flat]), position, axis, size)))
+    for part in (result, result[-1:, -1:], result.blocks[(-1, -1)]):  # no bad index there
+        with pytest.raises(IndexError, match=f"^{message}$"):
+            part.compute(scheduler=scheduler)
+
+
+def test_data_of_no_length_along_the_axis_has_no_valid_index() -> None:
+    result = scatterx.gather_elements(_lazy(np.ones((0, 3)), 2), _lazy(np.zeros((2, 3), int), 1))
+    message = re.escape(str(out_of_bounds_error(0, (0, 0), 0, 0)))
+    with pytest.raises(IndexError, match=message):
+        result.compute()
