@@ -1,6 +1,7 @@
 // Host emulation of the CUDA kernels of scatterx_cupy, built by tests/test_cupy_emulated.py:
 //   g++ -std=c++20 -shared -fPIC -pthread -DSCX_KERNELS='"<_kernels.cu>"'
-//       -DSCX_FAST_KERNELS='"<_kernels_fast.cu>"' -I<folder of entries.inc>
+//       -DSCX_FAST_KERNELS='"<_kernels_fast.cu>"' -DSCX_GATHER_KERNELS='"<_kernels_gather.cu>"'
+//       -I<folder of entries.inc>
 // The kernels' very text becomes host functions; scx_run launches one as CUDA would, with
 // args[i] pointing at parameter i: one thread at a time in a shuffled order, or, for
 // scx_warps, each warp's 32 lanes as threads that meet where the warp intrinsics stand.
@@ -22,7 +23,7 @@ struct scx_dim {
     unsigned int x;
 };
 static thread_local scx_dim blockIdx, threadIdx;
-static scx_dim blockDim;
+static scx_dim blockDim, gridDim;
 template <typename To, typename From> static To scx_cast(From from) {
     To to;
     std::memcpy(&to, &from, sizeof(To));
@@ -84,6 +85,7 @@ static int __ffs(unsigned int x) { return __builtin_ffs((int)x); }
 
 #include SCX_KERNELS
 #include SCX_FAST_KERNELS
+#include SCX_GATHER_KERNELS
 
 static std::mt19937_64 scx_order(5);
 
@@ -161,5 +163,6 @@ extern "C" const char* scx_name(int i) { return scx_entries[i].name; }
 extern "C" const char* scx_signature(int i) { return scx_entries[i].kinds.c_str(); }
 extern "C" void scx_run(int i, unsigned int grid, unsigned int block, void** args) {
     blockDim.x = block;
+    gridDim.x = grid;
     scx_entries[i].launch((long long)grid * block, args);
 }

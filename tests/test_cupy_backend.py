@@ -1,6 +1,7 @@
 """The cupy backend without a GPU: light import, reasons, capabilities, geometry, strategy.
 
-Also the opt-in fast paths: their switch, their rule and what each refuses to compute.
+Also the opt-in fast paths: their switch, their rule and what each refuses to compute; and
+the gather's host side: its kernels, and the dims its kernel walks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 import scatterx
 import scatterx_cupy
-from scatterx_cupy import CupyBackend, _compile, _fast, _layout, _run
+from scatterx_cupy import CupyBackend, _compile, _fast, _gather, _layout, _run
 
 
 def test_importing_the_backend_does_not_import_cupy() -> None:
@@ -27,6 +28,7 @@ def test_importing_the_backend_does_not_import_cupy() -> None:
         "scatterx_cupy.backend.version\n"
         "import numpy as np\n"
         "scatterx.scatter_elements(np.zeros(3), np.array([1]), np.array([2.0]))\n"
+        "scatterx.gather_elements(np.zeros(3), np.array([1]))\n"
         "assert 'cupy' not in sys.modules, 'cupy was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -132,7 +134,9 @@ def test_every_served_pair_has_kernels() -> None:
 
 def test_kernel_source_ships_with_the_package() -> None:
     shipped = sorted(path.name for path in Path(_compile.__file__).parent.glob("*.cu"))
-    assert shipped == sorted((_compile.SOURCE, _compile.FAST_SOURCE))
+    assert shipped == sorted((_compile.SOURCE, _compile.FAST_SOURCE, _compile.GATHER_SOURCE))
+    assert "scx_gather" in _compile.gather_source()
+    assert "scx_gather" not in _compile.source(fast=True)  # a module of its own
     assert "scx_columns" in _compile.source()
     assert "scx_warps" not in _compile.source()  # the default modules: today's kernels only
     assert _compile.source(fast=True).startswith(_compile.source())
@@ -340,3 +344,81 @@ def test_fast_path_docstring_examples_run() -> None:
     result = doctest.testmod(_fast, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_can_run_accepts_a_gather_of_every_served_dtype() -> None:
+    from scatterx._validate_gather import normalise_gather
+
+    backend = CupyBackend()
+    for key in backend.capabilities:
+        assert backend.can_run(normalise_gather(np.zeros(3, dtype=key), np.array([1]), 0)) is None
+    strings = normalise_gather(np.array(["a", "b"]), np.array([1]), 0)
+    assert "strings" in str(backend.can_run(strings))
+
+
+def test_every_served_dtype_has_a_gather_kernel() -> None:
+    names = _compile.expressions(_compile.GATHER)
+    for key, index in itertools.product(_compile.SERVED, _compile.INDEX_TYPES):
+        itemsize = np.dtype(key).itemsize
+        assert _compile.gather_name(itemsize, index, key == "bool") in names
+    assert len(set(names)) == len(names) == 2 * (len(_compile.BITS_TYPES) + 1)
+
+
+#: (data shape, index shape, axis, data view, index view): slices of C-ordered arrays.
+GATHER_VIEWS = [
+    ((5,), (7,), 0, np.s_[:], np.s_[:]),
+    ((4, 6), (3, 6), 0, np.s_[::-1, :], np.s_[:, ::-1]),
+    ((3, 4, 5), (3, 2, 5), 1, np.s_[:, ::2, 1:], np.s_[::-1, ::3, :]),
+    ((2, 3, 4, 5), (2, 3, 4, 5), 3, np.s_[:], np.s_[:]),
+    ((6, 1, 5, 2), (6, 1, 3, 2), 2, np.s_[::2, :, ::-1, :], np.s_[:, :, 1:, :]),
+    ((3, 5, 4, 2), (3, 1, 4, 2), 0, np.s_[:, ::-2], np.s_[::-1]),
+]
+
+
+def _viewed(values: np.ndarray[Any, Any], view: Any, shape: tuple[int, ...]) -> Any:
+    """The first ``shape`` elements of ``values[view]``: ``values`` is four times as long on
+    every dim, so that steps up to 3 leave enough."""
+    return values[view][tuple(slice(0, n) for n in shape)]
+
+
+def _read(first: np.ndarray[Any, Any], offset: int) -> Any:
+    """The element ``offset`` elements (of either sign) from ``first``'s first element."""
+    return np.lib.stride_tricks.as_strided(first, (2,), (offset * first.itemsize,))[1]
+
+
+@pytest.mark.parametrize(
+    ("data_shape", "index_shape", "axis", "data_view", "index_view"), GATHER_VIEWS
+)
+def test_gather_dims_find_numpys_elements(
+    data_shape: tuple[int, ...],
+    index_shape: tuple[int, ...],
+    axis: int,
+    data_view: Any,
+    index_view: Any,
+) -> None:
+    """Offsets of ``_gather.offsets`` in the views' own memory, against NumPy's indexing."""
+    big = tuple(4 * n for n in data_shape)
+    data = _viewed(np.arange(np.prod(big)).reshape(big), data_view, data_shape)
+    size = data_shape[axis]
+    rng = np.random.default_rng(5)
+    indices = _viewed(
+        rng.integers(-size, size, tuple(4 * n for n in index_shape)), index_view, index_shape
+    )
+    (_, data_strides), (_, index_strides) = map(_gather.element_strides, (data, indices))
+    dims = _gather.merged_dims(index_shape, index_strides, data_strides, axis)
+    assert all(length > 1 for length, _, _ in dims)
+    # take_along_axis broadcasts: give it data cut to the index shape off the axis.
+    cut = tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(index_shape))
+    expected = np.take_along_axis(data[cut], indices % size, axis).reshape(-1)
+    for flat, want in enumerate(expected):
+        at_index, at_data = _gather.offsets(dims, flat)
+        j = int(_read(indices, at_index)) % size
+        assert _read(data, at_data + j * data_strides[axis]) == want
+
+
+def test_gather_dims_merge_what_both_arrays_continue() -> None:
+    dims = _gather.merged_dims((2, 3, 4, 5), (60, 20, 5, 1), (60, 20, 5, 1), 0)
+    assert dims == ((2, 60, 0), (60, 1, 1))
+    assert _gather.geometry(dims) == (2, 2, 60, 0, 60, 1, 1)
+    broadcast = _gather.merged_dims((7, 8), (8, 1), (1, 0), 0)  # data broadcast along dim 1
+    assert broadcast == ((56, 1, 0),)

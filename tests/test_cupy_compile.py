@@ -1,7 +1,7 @@
 """The cupy backend's CUDA source compiles with nvcc, and its float16 rounding is NumPy's.
 
 These need nvcc only, no GPU: a kernel that does not compile fails CI here, the opt-in
-fast paths' kernels (``_kernels_fast.cu``) included.
+fast paths' kernels (``_kernels_fast.cu``) and the gather's (``_kernels_gather.cu``) included.
 """
 
 from __future__ import annotations
@@ -19,21 +19,25 @@ NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
 SOURCE = Path(_compile.__file__).with_name(_compile.SOURCE)
 FAST_SOURCE = Path(_compile.__file__).with_name(_compile.FAST_SOURCE)
+GATHER_SOURCE = Path(_compile.__file__).with_name(_compile.GATHER_SOURCE)
 
 
-def _instantiations() -> str:
+def _instantiations(gather_alone: bool = False) -> str:
     """A translation unit that includes the sources and takes every kernel's address.
 
-    The list is the runtime's own (``name_expressions``, with and without the fast paths),
-    so what NVRTC is asked to build is exactly what nvcc builds here.
+    The list is the runtime's own (``name_expressions``, with and without the fast paths,
+    and the gather's), so what NVRTC is asked to build is exactly what nvcc builds here.
+    ``gather_alone``: the gather's source and kernels only, as NVRTC compiles them.
     """
-    names = []
-    for fast in (False, True):
-        names += [n for key in _compile.CPP_TYPES for n in _compile.name_expressions(key, fast)]
-        names += _compile.target_expressions(fast)
-    lines = [f'#include "{SOURCE}"', f'#include "{FAST_SOURCE}"', "void* scx_every_kernel[] = {"]
-    lines += [f"    (void*)&{name}," for name in names]
-    lines.append("};")
+    names = _compile.gather_expressions()
+    sources = [GATHER_SOURCE]
+    if not gather_alone:
+        sources += [SOURCE, FAST_SOURCE]
+        for fast in (False, True):
+            names += [n for key in _compile.CPP_TYPES for n in _compile.name_expressions(key, fast)]
+            names += _compile.target_expressions(fast)
+    lines = [f'#include "{source}"' for source in sources]
+    lines += ["void* scx_every_kernel[] = {", *(f"    (void*)&{name}," for name in names), "};"]
     return "\n".join(lines) + "\n"
 
 
@@ -43,9 +47,9 @@ def _nvcc(*args: str) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
 
 
-def _compile_every_kernel(tmp_path: Path, *targets: str) -> None:
+def _compile_every_kernel(tmp_path: Path, *targets: str, gather_alone: bool = False) -> None:
     unit = tmp_path / "every_kernel.cu"
-    unit.write_text(_instantiations())
+    unit.write_text(_instantiations(gather_alone))
     options = [opt for opt in _compile.compile_options() if opt != "--ftz=false"]
     _nvcc(*options, *targets, str(unit), "-o", str(tmp_path / "every_kernel.out"))
 
@@ -54,6 +58,12 @@ def _compile_every_kernel(tmp_path: Path, *targets: str) -> None:
 def test_every_kernel_compiles_to_ptx(tmp_path: Path) -> None:
     # The C++ of every instantiation, as NVRTC sees it; the machine code is the slow test's.
     _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx")
+
+
+@needs_nvcc
+def test_the_gather_source_compiles_alone(tmp_path: Path) -> None:
+    # NVRTC builds the gather module from _kernels_gather.cu and nothing else.
+    _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx", gather_alone=True)
 
 
 @pytest.mark.slow

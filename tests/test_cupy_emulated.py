@@ -27,8 +27,9 @@ import pytest
 
 import scatterx
 from scatterx._validate import normalise
+from scatterx._validate_gather import normalise_gather
 from scatterx.testing import all_cases, assert_bitwise_equal, reference_with_free_nans
-from scatterx_cupy import CupyBackend, _compile, _fast, _run
+from scatterx_cupy import CupyBackend, _compile, _fast, _gather, _run
 
 GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
@@ -89,6 +90,7 @@ class Emulator:
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Emulator:
     names = [*_compile.target_expressions(), *_compile.target_expressions(fast=True)]
+    names += _compile.gather_expressions()
     for key in DTYPES:
         names += _compile.name_expressions(key) + _compile.name_expressions(key, fast=True)
     folder = tmp_path_factory.mktemp("emulator")
@@ -96,6 +98,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Emulator:
     command = [GXX, "-std=c++20", "-O1", "-ffp-contract=off", "-w", "-pthread", "-shared"]
     command += ["-fPIC", f"-I{folder}", f'-DSCX_KERNELS="{FOLDER / _compile.SOURCE}"']
     command += [f'-DSCX_FAST_KERNELS="{FOLDER / _compile.FAST_SOURCE}"']
+    command += [f'-DSCX_GATHER_KERNELS="{FOLDER / _compile.GATHER_SOURCE}"']
     command += [str(EMULATOR), "-o", "emulator.so"]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -140,7 +143,7 @@ def _then_on_device(make: Callable[..., Any]) -> Callable[..., DeviceArray]:
 
 
 def _fake_cupy() -> types.ModuleType:
-    """The cupy calls of ``_run``, on NumPy arrays (``DeviceArray``)."""
+    """The cupy calls of ``_run`` and ``_gather``, on NumPy arrays (``DeviceArray``)."""
     fake = types.ModuleType("cupy")
     fake.uint8, fake.uint32, fake.uint64 = np.uint8, np.uint32, np.uint64  # type: ignore[attr-defined]
     fake.asarray = _on_device  # type: ignore[attr-defined]
@@ -166,10 +169,7 @@ class _Module:
     """A compiled module: only the kernels that ``_compile`` puts in it."""
 
     def __init__(self, emulator: Emulator, name: str, fast: bool) -> None:
-        targets = name == "targets"
-        self.names = (
-            _compile.target_expressions(fast) if targets else _compile.name_expressions(name, fast)
-        )
+        self.names = _compile.expressions(name, fast)
         self.emulator = emulator
 
     def get_function(self, name: str) -> _Function:
@@ -414,3 +414,147 @@ def test_conformance_cases_with_the_fast_paths_on(on_host: Emulator) -> None:
     assert ran > 300
     for kernel in ("scx_win_last<", "scx_win_best<", "scx_columns<", "scx_atomics<", "scx_runs<"):
         assert any(name.startswith(kernel) for name in on_host.launched), kernel
+
+
+# ---- gather_elements: the kernel of each itemsize, on every layout of data and indices ----
+
+#: Every itemsize (1, 2, 4, 8, 16 bytes), bool's canonical 0/1 and float NaN payloads.
+GATHER_DTYPES = ("bool", "uint8", "float16", "float32", "int64", "complex64", "complex128")
+#: (data shape, index shape, axis): merged dims, a skipped dim, length-1 dims, a longer axis.
+GATHER_GEOMETRIES = [
+    ((40,), (300,), 0),
+    ((9, 7, 5), (12, 6, 5), 0),
+    ((6, 33, 4), (5, 40, 3), 1),
+    ((2, 3, 4, 5), (1, 3, 2, 5), 2),
+    ((3, 1, 4, 6), (3, 1, 4, 2), 3),
+]
+LAYOUTS = ("C", "F", "reversed", "every other")
+
+
+def laid_out(array: Any, how: str) -> Any:
+    """A view with ``array``'s values, bytes included, and the strides that ``how`` names:
+    C or F order, every stride negative, or every other element of a larger array."""
+    if how == "F":
+        return np.asfortranarray(array).view(DeviceArray)
+    flip = (slice(None, None, -1),) * array.ndim
+    if how == "reversed":
+        return np.ascontiguousarray(array[flip]).view(DeviceArray)[flip]
+    if how == "every other":
+        raw = np.dtype((np.void, array.itemsize))  # bytes as they are: bool's too
+        every = (slice(None, None, 2),) * array.ndim
+        big = np.zeros(tuple(2 * n for n in array.shape), dtype=array.dtype)
+        big.view(raw)[every] = array.view(raw)
+        return big.view(DeviceArray)[every]
+    return _on_device(array)
+
+
+def gather_expected(data: Any, indices: Any, axis: int) -> Any:
+    """The numpy backend's gather of the same values: the bits every backend returns."""
+    return scatterx.gather_elements(
+        np.asarray(data), np.asarray(indices), axis=axis, backend="numpy"
+    )
+
+
+def _gather_on_host(data: Any, indices: Any, axis: int, layouts: tuple[str, str]) -> Any:
+    """Gather NumPy ``data`` and ``indices`` laid out as ``layouts`` say, through ``_gather``."""
+    request = normalise_gather(data, indices, axis)
+    moved = laid_out(data, layouts[0]), laid_out(indices, layouts[1])
+    result = _gather.gather_elements(request._replace(data=moved[0], indices=moved[1]))
+    assert isinstance(result, DeviceArray)
+    assert result.flags.c_contiguous
+    assert result.dtype == data.dtype
+    return result.get()
+
+
+@pytest.mark.parametrize("dtype", GATHER_DTYPES)
+@pytest.mark.parametrize("geometry", GATHER_GEOMETRIES)
+def test_gather_matches_numpy_on_every_layout(on_host: Emulator, dtype: str, geometry: Any) -> None:
+    data, indices, _, axis = _case(dtype, geometry)  # indices of either sign
+    assert (indices < 0).any()
+    expected = gather_expected(data, indices, axis)
+    for index_type, data_layout, index_layout in zip(
+        ("int64", "int32", "int64", "int32"), LAYOUTS, (*LAYOUTS[1:], LAYOUTS[0]), strict=True
+    ):
+        typed = indices.astype(index_type)
+        result = _gather_on_host(data, typed, axis, (data_layout, index_layout))
+        assert_bitwise_equal(result, expected)
+    assert all(name.startswith("scx_gather<") for name in on_host.launched)
+    assert len(set(on_host.launched)) == 2  # one kernel per index type, bool's own
+
+
+def test_gather_loops_when_the_grid_is_smaller_than_the_result(
+    on_host: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_run, "THREADS_PER_SM", 1)  # one block of 256 threads in all
+    data, indices, _, axis = _case("float32", ((9, 7, 5), (30, 7, 5), 0))
+    assert _run._blocks(min(indices.size, _gather.WAVES * _run._device_threads(0))) == (1,)
+    result = _gather_on_host(data, indices, axis, ("reversed", "F"))
+    assert_bitwise_equal(result, gather_expected(data, indices, axis))
+
+
+def test_gather_reads_broadcast_data_and_misaligned_strides(on_host: Emulator) -> None:
+    rng = np.random.default_rng(3)
+    column = rng.standard_normal((5, 1)).astype(np.float32)
+    broadcast = np.broadcast_to(column, (5, 8)).view(DeviceArray)  # strides (4, 0)
+    indices = rng.integers(-5, 5, (7, 8))
+    request = normalise_gather(np.ascontiguousarray(broadcast), indices, 0)
+    result = _gather.gather_elements(request._replace(data=broadcast))
+    assert_bitwise_equal(result.get(), gather_expected(broadcast, indices, 0))
+    buffer = rng.integers(0, 256, 64, dtype=np.uint8)
+    odd = np.ndarray((10,), dtype=np.float32, buffer=buffer, offset=1, strides=(6,))
+    request = normalise_gather(odd.copy(), indices[0], 0)  # strides of 1.5 elements: a copy
+    result = _gather.gather_elements(request._replace(data=odd.view(DeviceArray)))
+    assert_bitwise_equal(result.get(), gather_expected(odd, indices[0], 0))
+
+
+def test_gather_of_nothing_launches_nothing(on_host: Emulator) -> None:
+    request = normalise_gather(np.ones((3, 4)), np.zeros((0, 4), dtype=np.int64), 0)
+    result = _gather.gather_elements(request._replace(data=_on_device(request.data)))
+    assert result.shape == (0, 4)
+    assert not on_host.launched
+
+
+#: (axis, index dtype, small grid) of the gather's bad-index checks, here and on a GPU.
+GATHER_BAD_INDEX = [(0, "int64", False), (1, "int32", False), (0, "int32", True)]
+
+
+def bad_gather_call(axis: int, index_type: str) -> tuple[tuple[Any, Any], str]:
+    """Data and indices with three bad indices, and the numpy backend's IndexError."""
+    arrays, message = bad_index_call("float32", "none", False, axis)
+    data, indices = arrays[0], arrays[1].astype(index_type)
+    with pytest.raises(IndexError) as on_cpu:
+        scatterx.gather_elements(data, indices, axis=axis, backend="numpy")
+    assert str(on_cpu.value) == message  # the scatter's message: the same first bad index
+    return (data, indices), message
+
+
+@pytest.mark.parametrize(("axis", "index_type", "small_grid"), GATHER_BAD_INDEX)
+def test_gather_first_bad_index_in_c_order_raises_like_numpy(
+    on_host: Emulator, monkeypatch: pytest.MonkeyPatch, axis: int, index_type: str, small_grid: bool
+) -> None:
+    if small_grid:
+        monkeypatch.setattr(_run, "THREADS_PER_SM", 1)
+    (data, indices), message = bad_gather_call(axis, index_type)
+    for layouts in (("C", "C"), ("every other", "reversed")):
+        with pytest.raises(IndexError) as emulated:
+            _gather_on_host(data, indices, axis, layouts)
+        assert str(emulated.value) == message
+
+
+def test_gather_on_the_conformance_cases(on_host: Emulator) -> None:
+    """Every conformance case of a dtype cupy holds, as a gather of its data and indices."""
+    ran = 0
+    backend = CupyBackend()
+    for case in all_cases():
+        if case.error is not None or case.dtype_key not in backend.capabilities:
+            continue
+        try:
+            data, indices = (backend.from_numpy(np.asarray(a)) for a in (case.data, case.indices))
+        except TypeError:
+            continue
+        expected = gather_expected(case.data, case.indices, case.axis)
+        request = normalise_gather(case.data, case.indices, case.axis)
+        result = _gather.gather_elements(request._replace(data=data, indices=indices))
+        assert_bitwise_equal(result.get(), expected)
+        ran += 1
+    assert ran > 500

@@ -4,7 +4,8 @@ Skipped with the backend's reason where cupy or a CUDA device is missing; the
 conformance suite (tests/test_conformance.py) covers the full case matrix. The fast paths'
 strategies are forced here whatever the opt-in says; tools/gpu_check.sh runs this file and
 the conformance matrix again with SCATTERX_CUPY_FAST_PATHS=1, so that automatic choice
-takes them too.
+takes them too. Gathers are compared with the numpy backend's, bit for bit, on every
+layout of data and indices.
 """
 
 from __future__ import annotations
@@ -17,14 +18,23 @@ import pytest
 
 import scatterx
 from scatterx.testing import (
+    all_cases,
     assert_bitwise_equal,
     reference_scatter_elements,
     reference_with_free_nans,
 )
-from scatterx_cupy import CupyBackend
+from scatterx_cupy import CupyBackend, _run
 from scatterx_cupy._compile import uses_atomics, uses_winners
 from scatterx_cupy._run import scatter_elements as run_strategy
-from test_cupy_emulated import BAD_INDEX, bad_index_call
+from test_cupy_emulated import (
+    BAD_INDEX,
+    GATHER_BAD_INDEX,
+    GATHER_GEOMETRIES,
+    LAYOUTS,
+    bad_gather_call,
+    bad_index_call,
+    gather_expected,
+)
 
 _REASON = CupyBackend().available()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"cupy backend: {_REASON}")
@@ -203,3 +213,126 @@ def test_runs_on_the_current_stream() -> None:
 def test_numpy_input_is_never_sent_to_the_gpu() -> None:
     with pytest.raises(scatterx.BackendError):
         scatterx.scatter_elements(np.zeros(3), np.array([1]), np.array([2.0]), backend="cupy")
+
+
+# ---- gather_elements: through the front-end, against the numpy backend ----
+
+
+def _laid_out(array: Any, how: str) -> Any:
+    """``array`` (cupy) in the layout that ``how`` names, as ``test_cupy_emulated.laid_out``."""
+    import cupy
+
+    if how == "F":
+        return cupy.asfortranarray(array)
+    flip = (slice(None, None, -1),) * array.ndim
+    if how == "reversed":
+        return cupy.ascontiguousarray(array[flip])[flip]
+    if how == "every other":
+        every = (slice(None, None, 2),) * array.ndim
+        big = cupy.zeros(tuple(2 * n for n in array.shape), dtype=array.dtype)
+        big[every] = array
+        return big[every]
+    return array
+
+
+def _gather_on_gpu(data: Any, indices: Any, axis: int, layouts: tuple[str, str]) -> Any:
+    import cupy
+
+    moved = _laid_out(cupy.asarray(data), layouts[0]), _laid_out(cupy.asarray(indices), layouts[1])
+    result = scatterx.gather_elements(*moved, axis=axis)
+    assert isinstance(result, cupy.ndarray)
+    assert result.flags.c_contiguous
+    return result.get()
+
+
+@pytest.mark.parametrize("geometry", GATHER_GEOMETRIES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gather_matches_numpy_on_every_layout(dtype: str, geometry: Any) -> None:
+    data, indices, _ = _case(dtype, "gather", *geometry)
+    axis = geometry[2]
+    expected = gather_expected(data, indices, axis)
+    for index_type in ("int32", "int64"):
+        for layouts in zip(LAYOUTS, (*LAYOUTS[1:], LAYOUTS[0]), strict=True):
+            result = _gather_on_gpu(data, indices.astype(index_type), axis, layouts)
+            assert_bitwise_equal(result, expected)
+
+
+def test_gather_reads_bool_bytes_as_canonical_and_broadcast_data() -> None:
+    import cupy
+
+    raw = np.array([[0, 1, 85, 170], [255, 2, 0, 128]], dtype=np.uint8)
+    indices = np.array([[1, -1, 0, 1], [0, 0, -2, 1]])
+    expected = gather_expected(raw.view(np.bool_), indices, 0)
+    for layouts in (("C", "C"), ("reversed", "F")):
+        data = _laid_out(cupy.asarray(raw), layouts[0]).view(cupy.bool_)
+        result = scatterx.gather_elements(data, _laid_out(cupy.asarray(indices), layouts[1]))
+        assert_bitwise_equal(result.get(), expected)
+    column = np.arange(5, dtype=np.float32).reshape(5, 1)
+    wide = cupy.broadcast_to(cupy.asarray(column), (5, 8))  # strides (4, 0)
+    indices = np.random.default_rng(3).integers(-5, 5, (7, 8))
+    result = scatterx.gather_elements(wide, cupy.asarray(indices))
+    assert_bitwise_equal(result.get(), gather_expected(np.broadcast_to(column, (5, 8)), indices, 0))
+
+
+def test_gather_larger_than_its_grid() -> None:
+    """More elements than the grid's threads: each thread loops over several."""
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal(1 << 20).astype(np.float32)
+    indices = rng.integers(-(1 << 20), 1 << 20, 1 << 23).astype(np.int32)
+    result = _gather_on_gpu(data, indices, 0, ("C", "C"))
+    assert_bitwise_equal(result, gather_expected(data, indices, 0))
+
+
+def test_gather_on_the_conformance_cases() -> None:
+    backend = CupyBackend()
+    for case in all_cases():
+        if case.error is not None or case.dtype_key not in backend.capabilities:
+            continue
+        try:
+            data, indices = (backend.from_numpy(np.asarray(a)) for a in (case.data, case.indices))
+        except TypeError:
+            continue
+        result = scatterx.gather_elements(data, indices, axis=case.axis)
+        expected = gather_expected(case.data, case.indices, case.axis)
+        assert_bitwise_equal(backend.to_numpy(result), expected)
+
+
+@pytest.fixture
+def small_grid_cache() -> Any:
+    _run._device_threads.cache_clear()
+    yield
+    _run._device_threads.cache_clear()
+
+
+@pytest.mark.usefixtures("small_grid_cache")
+@pytest.mark.parametrize(("axis", "index_type", "small_grid"), GATHER_BAD_INDEX)
+def test_gather_first_bad_index_in_c_order_raises_like_numpy(
+    monkeypatch: pytest.MonkeyPatch, axis: int, index_type: str, small_grid: bool
+) -> None:
+    if small_grid:
+        monkeypatch.setattr(_run, "THREADS_PER_SM", 1)
+    (data, indices), message = bad_gather_call(axis, index_type)
+    for layouts in (("C", "C"), ("every other", "reversed")):
+        with pytest.raises(IndexError) as on_gpu:
+            _gather_on_gpu(data, indices, axis, layouts)
+        assert str(on_gpu.value) == message
+
+
+def test_gather_result_is_on_the_device_of_data_on_the_current_stream() -> None:
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    with cupy.cuda.Device(count - 1):
+        data = cupy.arange(1 << 20, dtype=cupy.float32)
+        indices = cupy.arange(1 << 20)[::-1] % 1000
+        stream = cupy.cuda.Stream(non_blocking=True)
+        with stream:
+            result = scatterx.gather_elements(data, indices)
+            stream.synchronize()
+    assert result.device.id == count - 1
+    assert float(result[:1000].sum().get()) == float(sum(range(1000)))
+
+
+def test_numpy_input_is_never_gathered_on_the_gpu() -> None:
+    with pytest.raises(scatterx.BackendError):
+        scatterx.gather_elements(np.zeros(3), np.array([1]), backend="cupy")

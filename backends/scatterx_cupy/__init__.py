@@ -29,6 +29,10 @@ kernels live in ``_kernels_fast.cu`` (``_fast`` has the switch and the rule's bo
     instead of ``sort`` when there are many inner positions: if every index row is one
     target along the inner dims (an embedding's backward), a stable sort of the row keys
     alone, then one thread per (run of equal rows, inner position); else ``sort``.
+
+``gather_elements`` runs a grid-stride kernel of ``_kernels_gather.cu`` (one per itemsize)
+that reads data and indices with their own strides and moves each element's bits into a
+new C-ordered result; bool data is read as its canonical 0/1.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import Backend, Request, ScatterRequest, unserved
+from scatterx.backend import Backend, GatherRequest, Request, ScatterRequest, unserved
 
 from ._compile import SERVED
 from ._fast import fast_paths_enabled, set_fast_paths
@@ -100,7 +104,7 @@ class CupyBackend:
         return None
 
     def can_run(self, request: Request) -> str | None:
-        """None when the kernels serve the dtype and reduction, else why not."""
+        """None when the kernels serve the dtype (and a scatter's reduction), else why not."""
         return unserved(SERVED, request, _DECLINED)
 
     def scatter_elements(self, request: ScatterRequest) -> Any:
@@ -108,6 +112,12 @@ class CupyBackend:
         from ._run import scatter_elements
 
         return scatter_elements(request)
+
+    def gather_elements(self, request: GatherRequest) -> Any:
+        """A new C-ordered cupy array on the device of ``data``, gathered on the current stream."""
+        from ._gather import gather_elements
+
+        return gather_elements(request)
 
     def from_numpy(self, array: np.ndarray[Any, Any]) -> Any:
         """Copy test data to the current device; TypeError for what cupy cannot hold."""

@@ -42,9 +42,22 @@ ATOMIC_KEYS = frozenset(
 
 SERVED: dict[str, frozenset[str]] = {key: DTYPE_REDUCTIONS[key] for key in CPP_TYPES}
 
-#: The CUDA sources: the kernels of every call, then those of the opt-in fast paths.
+#: The CUDA sources: the kernels of every call, then those of the opt-in fast paths; the
+#: gather's, compiled alone.
 SOURCE = "_kernels.cu"
 FAST_SOURCE = "_kernels_fast.cu"
+GATHER_SOURCE = "_kernels_gather.cu"
+#: The name of the module of the gather kernels (``module(GATHER)``).
+GATHER = "gather"
+
+#: itemsize -> the unsigned C++ type that a gather moves elements of that size as.
+BITS_TYPES: dict[int, str] = {
+    1: "unsigned char",
+    2: "unsigned short",
+    4: "unsigned int",
+    8: "unsigned long long",
+    16: "scx_gather_bits16",
+}
 
 #: Float dtypes whose max/min run through 64-bit winner keys (value in 32 bits).
 WINNER_KEYS = frozenset({"float16", "float32"})
@@ -55,6 +68,11 @@ def source(fast: bool = False) -> str:
     files = resources.files(__package__)
     names = (SOURCE, FAST_SOURCE) if fast else (SOURCE,)
     return "\n".join(files.joinpath(name).read_text(encoding="utf-8") for name in names)
+
+
+def gather_source() -> str:
+    """The text of ``_kernels_gather.cu``: the gather kernels, a module of their own."""
+    return resources.files(__package__).joinpath(GATHER_SOURCE).read_text(encoding="utf-8")
 
 
 def columns_name(key: str, index: str, reduction: str) -> str:
@@ -106,6 +124,21 @@ def row_keys_name(index: str, key_type: str) -> str:
 def row_runs_name(key: str, key_type: str, reduction: str) -> str:
     """Name expression of the ordered walk of sorted rows (fast strategy ``rows``)."""
     return f"scx_row_runs<{CPP_TYPES[key]}, {KEY_TYPES[key_type]}, {REDUCTION_CODES[reduction]}>"
+
+
+def gather_name(itemsize: int, index: str, canonical_bool: bool = False) -> str:
+    """Name expression of the gather kernel for elements of ``itemsize`` bytes.
+
+    ``canonical_bool``: the kernel for bool data, which writes each element's 0/1.
+    """
+    flag = "true" if canonical_bool else "false"
+    return f"scx_gather<{BITS_TYPES[itemsize]}, {INDEX_TYPES[index]}, {flag}>"
+
+
+def gather_expressions() -> list[str]:
+    """Every gather kernel: the contents of the gather module, for every served dtype."""
+    names = [gather_name(size, index) for size in BITS_TYPES for index in INDEX_TYPES]
+    return names + [gather_name(1, index, canonical_bool=True) for index in INDEX_TYPES]
 
 
 def uses_winners(key: str, reduction: str) -> bool:
@@ -184,11 +217,20 @@ _lock = threading.Lock()
 _modules: dict[tuple[str, bool], Any] = {}
 
 
+def expressions(name: str, fast: bool = False) -> list[str]:
+    """The kernels of ``module(name, fast)``: a dtype key's, ``"targets"`` or ``GATHER``."""
+    if name == GATHER:
+        return gather_expressions()
+    return target_expressions(fast) if name == "targets" else name_expressions(name, fast)
+
+
 def module(name: str, fast: bool = False) -> Any:
-    """The ``cupy.RawModule`` of one dtype key (or ``"targets"``), compiled on first use.
+    """The ``cupy.RawModule`` of one dtype key (or ``"targets"``, or ``GATHER``), compiled
+    on first use.
 
     NVRTC runs once per process, dtype and ``fast``; cupy caches the binary on disk as well.
-    ``fast``: the module of the fast paths' kernels (see ``name_expressions``).
+    ``fast``: the module of the fast paths' kernels (see ``name_expressions``). ``GATHER``
+    is compiled from ``_kernels_gather.cu`` alone.
     """
     found = _modules.get((name, fast))
     if found is not None:
@@ -198,8 +240,8 @@ def module(name: str, fast: bool = False) -> Any:
     with _lock:
         found = _modules.get((name, fast))
         if found is None:
-            names = target_expressions(fast) if name == "targets" else name_expressions(name, fast)
-            code = source(fast)
+            names = expressions(name, fast)
+            code = gather_source() if name == GATHER else source(fast)
             found = cupy.RawModule(code=code, options=compile_options(), name_expressions=names)
             _modules[name, fast] = found
     return found

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import ScatterRequest, out_of_bounds_error
+from scatterx.backend import Request, ScatterRequest, out_of_bounds_error
 
 from . import _compile, _fast
 from ._layout import Layout, layout
@@ -274,7 +274,7 @@ def _blocks(threads: int) -> tuple[int]:
     return (max(1, -(-threads // _BLOCK)),)
 
 
-def _raise_bad_index(err: Any, indices: Any, request: ScatterRequest) -> None:
+def _raise_bad_index(err: Any, indices: Any, request: Request) -> None:
     """The one host sync of a call: raise the contract's IndexError for the first bad index."""
     first = int(err.get()[0])
     if first == int(_NO_ERROR):
