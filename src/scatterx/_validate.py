@@ -176,7 +176,7 @@ def _numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
     except TypeError:
         dtype = _named_dtype(str(given).rpartition(".")[2])
     if dtype is None:
-        msg = f"{role} has dtype {given}, which ScatterElements does not define"
+        msg = f"{role} has dtype {given}, which the contract does not define"
         raise TypeError(msg)
     return dtype
 
@@ -215,7 +215,7 @@ def data_key(data_dtype: Any) -> str:
     data_dtype = _numpy_dtype(data_dtype, "data")
     key = dtype_key(data_dtype)
     if key is None:
-        msg = f"data has dtype {data_dtype}, which ScatterElements does not define"
+        msg = f"data has dtype {data_dtype}, which the contract does not define"
         raise TypeError(msg)
     return key
 
@@ -377,8 +377,8 @@ def check_string_values(array: Any, role: str) -> None:
     if array.dtype.kind == "T":
         msg = (
             f"{role} holds the missing value {value!r} of {array.dtype} at position "
-            f"{position}: the contract defines no scatter of missing strings; replace them "
-            "with strings first"
+            f"{position}: the contract defines no scatter or gather of missing strings; "
+            "replace them with strings first"
         )
     else:
         msg = (
