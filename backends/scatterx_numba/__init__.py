@@ -15,6 +15,7 @@ import numpy as np
 from scatterx.backend import (
     DTYPE_REDUCTIONS,
     Backend,
+    GatherRequest,
     NumpyArrays,
     Request,
     ScatterRequest,
@@ -41,7 +42,7 @@ _NUMERIC = (
 
 
 class NumbaBackend(NumpyArrays):
-    """Parallel CPU kernels compiled with numba; every numeric dtype and reduction."""
+    """Parallel CPU kernels compiled with numba; every numeric dtype and reduction, and gather."""
 
     name = "numba"
     priority = 10
@@ -70,10 +71,11 @@ class NumbaBackend(NumpyArrays):
     def can_run(self, request: Request) -> str | None:
         return unserved(self.capabilities, request)
 
-    def skip_automatic(self, request: ScatterRequest) -> str | None:
-        if request.n_updates < SMALL_CALL_UPDATES:
+    def skip_automatic(self, request: Request) -> str | None:
+        if request.n_indices < SMALL_CALL_UPDATES:
+            what = "updates" if isinstance(request, ScatterRequest) else "indices"
             return (
-                f"{request.n_updates} updates: below {SMALL_CALL_UPDATES} numpy is faster "
+                f"{request.n_indices} {what}: below {SMALL_CALL_UPDATES} numpy is faster "
                 "than a parallel launch"
             )
         return None
@@ -82,6 +84,11 @@ class NumbaBackend(NumpyArrays):
         from ._run import scatter_elements
 
         return scatter_elements(request)
+
+    def gather_elements(self, request: GatherRequest) -> np.ndarray[Any, Any]:
+        from ._gather import gather_elements
+
+        return gather_elements(request)
 
 
 backend: Backend = NumbaBackend()

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import ScatterRequest, empty_aligned, out_of_bounds_error
+from scatterx.backend import Request, ScatterRequest, empty_aligned, out_of_bounds_error
 
 from . import _plan, _runtime
 
@@ -88,7 +88,7 @@ def _three_d(array: Array, shape: tuple[int, ...], axis: int) -> Array:
     return array.reshape(outer, rows, inner)
 
 
-def _raise_first_bad(bad: Array, request: ScatterRequest) -> None:
+def _raise_first_bad(bad: Array, request: Request) -> None:
     """Raise the contract's IndexError for the first out-of-bounds index in C order."""
     found = bad[bad >= 0]
     if found.size:

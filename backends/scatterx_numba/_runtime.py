@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 _load_lock = threading.Lock()
-# Kernels by strategy, storage family and reduction: each is made (and its code loaded or
-# compiled, one signature at a time) only when a call needs it.
-_found: dict[tuple[int, str, str], Any] = {}
+# Kernels by strategy, storage family and reduction, gather kernels by width: each is made
+# (and its code loaded or compiled, one signature at a time) only when a call needs it.
+_found: dict[tuple[Any, ...], Any] = {}
 # The workqueue threading layer aborts the process when two threads launch parallel
 # regions at once; until a first launch has shown the layer, every launch is serialised.
 _launch_lock = threading.Lock()
@@ -52,20 +52,31 @@ def configure_cache() -> None:
             return
 
 
-def kernel(strategy: int, family: str, reduction: str) -> Any:
-    """The kernel of ``strategy`` (a ``_plan.Strategy``) for a storage family and reduction.
+def _load(key: tuple[Any, ...], module: str, factory: str, *args: Any) -> Any:
+    """``module.factory(*args)``, made once per ``key``; the first call imports numba (after
+    pointing its cache at a writable folder).
 
-    The first call imports numba (after pointing its cache at a writable folder). Found
-    kernels are remembered here, without a lock: a call that finds one takes no lock.
+    Found kernels are remembered here, without a lock: a call that finds one takes no lock.
     """
-    key = (strategy, family, reduction)
     found = _found.get(key)
     if found is None:
         with _load_lock:
             configure_cache()
-            kernels: Any = importlib.import_module("._kernels", __package__)
-            found = _found[key] = kernels.scatter_kernel(strategy, family, reduction)
+            kernels: Any = importlib.import_module(module, __package__)
+            found = _found[key] = getattr(kernels, factory)(*args)
     return found
+
+
+def kernel(strategy: int, family: str, reduction: str) -> Any:
+    """The kernel of ``strategy`` (a ``_plan.Strategy``) for a storage family and reduction."""
+    key = (strategy, family, reduction)
+    return _load(key, "._kernels", "scatter_kernel", *key)
+
+
+def gather_kernel(width: int) -> Any:
+    """The gather kernel for elements of ``width`` words (``_gather_kernel.gather_kernel``)."""
+    key = ("gather", width)
+    return _load(key, "._gather_kernel", "gather_kernel", width)
 
 
 def launch(kernel: Any, *args: Any) -> Any:

@@ -1,0 +1,148 @@
+"""The parallel gather kernel: raw bits copied from data to a new output, disk-cached.
+
+Shapes seen here (:mod:`scatterx_numba._gather` reshapes every call to them): ``data`` is
+``(outer, size, inner * width)`` and ``out`` is ``(outer', rows, inner' * width)``, each
+element as ``width`` unsigned words; ``out`` is C-ordered, ``data`` too or, with one word
+per element, strided as the caller's array. ``idx`` is ``(outer', rows, inner')``.
+``outer_map`` and ``inner_map`` give, for each outer/inner position of ``idx``, that of
+``data`` (the off-axis dimensions of indices may be shorter than those of data).
+
+The work is cut into units: a band of columns of a chunk of rows of one outer position
+(:class:`scatterx_numba._gather.GatherParams` says how many of each). A unit walks its
+part of ``idx`` in C order and stops at its first bad index, which is then the first of
+its part; a task runs a contiguous range of units and keeps the first of their first bad
+indices, so the first of all tasks is the first in C order.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+from ._gather import GatherParams
+from ._tasks import inner_function, share, wrap
+
+# Inlined where it is called, before typing. The two loops of a unit are not: inlined
+# into one function, the whole-row loop slowed the one-column loop (last axis) 1.4x.
+_inlined = nb.njit(inline="always")
+
+
+@_inlined
+def _constant(ix: Any, q0: int, q1: int) -> bool:
+    """Whether ``ix[q0:q1]`` holds one value (each row one id): xor-or vectorises, on
+    unsigned positions (see :func:`_elements`)."""
+    first = ix[q0]
+    if ix[q1 - 1] != first:  # rejects random rows at once
+        return False
+    diff = first ^ first
+    for q in range(np.uint64(q0 + 1), np.uint64(q1)):
+        diff |= ix[q] ^ first
+    return bool(diff == 0)
+
+
+@inner_function
+def _elements(dst: Any, src: Any, ix: Any, inner_map: Any, same: bool, rq: Any, w: int) -> int:
+    """``dst[r, q] = src[ix[r, q], q]`` for the rows and columns ``rq = (r0, r1, q0, q1)``.
+
+    ``dst`` and ``ix`` are one outer position of ``out`` and ``idx``, ``src`` that of
+    ``data``; each element is ``w`` words; ``same``: indices' inner shape is data's, so
+    ``inner_map`` is the identity. Returns -1, or the flat position ``r * inner' + q`` of
+    the first bad index. Positions run unsigned once checked: with signed ones numba wraps
+    negative positions around, a branch in the hot loop that also stops vectorising.
+    """
+    r0, r1, q0, q1 = rq
+    size, n_inner, words = src.shape[0], ix.shape[1], np.uint64(w)
+    for r in range(np.uint64(r0), np.uint64(r1)):
+        for q in range(np.uint64(q0), np.uint64(q1)):
+            v = wrap(ix[r, q], size)
+            if v < 0 or v >= size:
+                return int(int(r) * n_inner + int(q))
+            # uint64 throughout: numba computes uint64 with int64 in float64.
+            column = (q if same else np.uint64(inner_map[q])) * words
+            for k in range(words):
+                dst[r, q * words + k] = src[np.uint64(v), column + k]
+    return -1
+
+
+@inner_function
+def _whole_rows(dst: Any, src: Any, ix: Any, inner_map: Any, rq: Any, w: int) -> int:
+    """As :func:`_elements` for indices as wide as data, with a contiguous copy for each
+    row segment of one index value (an embedding gradient: each row one id)."""
+    r0, r1, q0, q1 = rq
+    size, n_inner = src.shape[0], ix.shape[1]
+    for r in range(np.uint64(r0), np.uint64(r1)):
+        if not _constant(ix[r], q0, q1):
+            bad = _elements(dst, src, ix, inner_map, True, (r, r + np.uint64(1), q0, q1), w)
+            if bad >= 0:
+                return bad
+            continue
+        v = wrap(ix[r, q0], size)
+        if v < 0 or v >= size:
+            return int(int(r) * n_inner + q0)
+        line, row = src[np.uint64(v)], dst[r]
+        for k in range(np.uint64(q0 * w), np.uint64(q1 * w)):
+            row[k] = line[k]
+    return -1
+
+
+@_inlined
+def _unit(arrays: Any, params: GatherParams, unit: int, w: int) -> int:
+    """Run unit ``unit``: a band of columns of a chunk of rows of one outer position.
+
+    Returns -1, or the flat C-order position in ``idx`` of the first bad index of the unit.
+    """
+    out, data, idx, outer_map, inner_map = arrays
+    rows, n_inner = idx.shape[1], idx.shape[2]
+    per_outer = params.n_chunks * params.n_bands
+    o, chunk, band = unit // per_outer, unit % per_outer // params.n_bands, unit % params.n_bands
+    r0, r1 = share(rows, chunk, params.n_chunks)
+    q0 = band * params.band
+    rq = (r0, r1, q0, min(q0 + params.band, n_inner))
+    src = data[outer_map[o]]
+    if params.same and rq[3] - rq[2] > 1:
+        bad = _whole_rows(out[o], src, idx[o], inner_map, rq, w)
+    else:
+        bad = _elements(out[o], src, idx[o], inner_map, params.same, rq, w)
+    return bad if bad < 0 else o * rows * n_inner + bad
+
+
+@_inlined
+def _task(arrays: Any, params: GatherParams, task: int, n_tasks: int, w: int) -> int:
+    """Run task ``task``'s share of the units; -1, or the first of their first bad indices."""
+    n_units = arrays[2].shape[0] * params.n_chunks * params.n_bands
+    lo, hi = share(n_units, task, n_tasks)
+    first = -1
+    for unit in range(lo, hi):
+        bad = _unit(arrays, params, unit, w)
+        # Units of several bands are not in C order among themselves (a later band may
+        # hold the bad index of an earlier row), so every unit runs and the smallest
+        # position wins: only a call that raises pays for it.
+        if bad >= 0 and (first < 0 or bad < first):
+            first = bad
+    return first
+
+
+@cache
+def gather_kernel(width: int) -> Any:
+    """The kernel for elements of ``width`` unsigned words; ``width`` is its cache key.
+
+    ``kernel(arrays, params, n_tasks)`` takes ``(out, data, idx, outer_map, inner_map)``
+    and the fields of a :class:`scatterx_numba._gather.GatherParams` as plain tuples
+    (numba types them faster than named ones) and returns each task's -1 or the flat
+    C-order position in ``idx`` of its first bad index. As for the scatter kernels
+    (:mod:`scatterx_numba._kernels`), the width is a free variable of plain data, so
+    numba's disk cache keys each closure's code on it.
+    """
+
+    @nb.njit(parallel=True, cache=True, nogil=True)
+    def gather(arrays: Any, param_tuple: Any, n_tasks: int) -> Any:
+        params = GatherParams(*param_tuple)
+        bad = np.empty(n_tasks, np.int64)
+        for task in nb.prange(n_tasks):
+            bad[task] = _task(arrays, params, task, n_tasks, width)
+        return bad
+
+    return gather
