@@ -151,7 +151,7 @@ def test_a_device_no_backend_serves_names_it() -> None:
         ((torch.zeros(3), torch.tensor([1.0]), torch.ones(1)), "int32 or int64; got float32"),
         ((torch.zeros(3), torch.tensor([1]), torch.ones(1).double()), "updates float64"),
         ((torch.zeros(2, dtype=torch.float8_e4m3fn), torch.tensor([1]),
-          torch.zeros(1, dtype=torch.float8_e4m3fn)), "float8_e4m3fn, which ScatterElements"),
+          torch.zeros(1, dtype=torch.float8_e4m3fn)), "float8_e4m3fn, which the contract"),
     ],
 )  # fmt: skip
 def test_torch_bad_input_gets_the_contracts_type_error(args: Any, match: str) -> None:
