@@ -61,8 +61,8 @@ numpydoc_validation_exclude = {
     r"(^|\.)_",  # private names, and the __init__ of classes their docstring documents
     r"\.[A-Z][A-Z0-9_]*$",  # constants: numpydoc would check the docstring of their type
     # Protocols are never constructed: numpydoc would ask for their (*args, **kwargs).
-    r"^scatterx\.backend\.(Backend|SkipsAutomatic|ConvertsArrays)$",
-    r"\.ScatterRequest\.(count|index)$",  # the methods a named tuple has from tuple
+    r"^scatterx\.backend\.(Backend|GathersElements|SkipsAutomatic|ConvertsArrays)$",
+    r"\.(Scatter|Gather)Request\.(count|index)$",  # the methods a named tuple has from tuple
 }
 numpydoc_validation_overrides = {
     # A record (dataclass, named tuple) documents its fields under Attributes, not

@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import ScatterRequest
+from scatterx.backend import GatherRequest, ScatterRequest
 
 
 class Recorder:
-    """Runs the numpy backend, keeping each request it was handed and each result it made."""
+    """Runs the numpy backend, keeping each request it was handed and each result it made
+    (gathers too)."""
 
     name = "recorder"
     array_types = ("numpy:ndarray",)
@@ -23,18 +24,23 @@ class Recorder:
 
         self.inner = backend
         self.capabilities = backend.capabilities
-        self.requests: list[ScatterRequest] = []
+        self.requests: list[ScatterRequest | GatherRequest] = []
         self.results: list[np.ndarray[Any, Any]] = []
 
     def available(self) -> str | None:
         return None
 
-    def can_run(self, request: ScatterRequest) -> str | None:
+    def can_run(self, request: ScatterRequest | GatherRequest) -> str | None:
         return None
 
     def scatter_elements(self, request: ScatterRequest) -> Any:
         self.requests.append(request)
         self.results.append(self.inner.scatter_elements(request))
+        return self.results[-1]
+
+    def gather_elements(self, request: GatherRequest) -> Any:
+        self.requests.append(request)
+        self.results.append(self.inner.gather_elements(request))
         return self.results[-1]
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import scatterx
+from _backends import Recorder
 from _grad_cases import REDUCTIONS, GradCase, gradcheck_cases, tie_free, unique_targets
 
 torch = pytest.importorskip("torch")
@@ -182,6 +183,50 @@ def test_torch_compile_runs_scatterx_eagerly_with_a_warning() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = torch.autograd.grad(compiled(data, updates), (data, updates))
-    assert any("torch.compile does not trace scatterx" in str(w.message) for w in caught)
+    ours = [w for w in caught if issubclass(w.category, scatterx.TorchCompileWarning)]
+    assert ours
+    assert all(w.filename == __file__ for w in ours)  # the user's line, not scatterx's
     for a, b in zip(got, expected, strict=True):
         assert torch.equal(a, b)
+
+
+def test_the_backward_runs_on_the_backend_chosen_for_the_forward() -> None:
+    from scatterx.testing import scoped_registry
+
+    spy = Recorder()
+    spy.priority = 1000  # never chosen automatically: only by name
+    data = torch.ones(6, requires_grad=True)
+    updates = torch.full((4,), 2.0, requires_grad=True)
+    with scoped_registry(spy):
+        with scatterx.use_backend("recorder"):
+            out = scatterx.scatter_elements(
+                data, torch.tensor([0, 0, 3, 5]), updates, reduction="mul"
+            )
+        forward = len(spy.requests)
+        out.sum().backward()  # outside the context: the choice made for the forward holds
+    assert forward == 1
+    assert len(spy.requests) > forward
+    assert {request.operation for request in spy.requests} == {
+        "scatter_elements",
+        "gather_elements",
+    }
+    assert updates.grad.tolist() == [2.0, 2.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_only_the_gradients_asked_for_are_computed(reduction: str) -> None:
+    from scatterx.testing import scoped_registry
+
+    case = gradcheck_cases()[0]
+    counts = []
+    for needs in ((True, True), (True, False), (False, True)):
+        spy = Recorder()
+        data = torch.tensor(case.data, requires_grad=needs[0])
+        updates = torch.tensor(case.updates, requires_grad=needs[1])
+        with scoped_registry(spy):
+            out = _scatter(torch.tensor(case.indices), case.axis, reduction)(data, updates)
+            before = len(spy.requests)
+            out.sum().backward()
+        counts.append(len(spy.requests) - before)
+        assert (data.grad is not None, updates.grad is not None) == needs
+    assert max(counts[1:]) <= counts[0]

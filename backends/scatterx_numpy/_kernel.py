@@ -185,15 +185,22 @@ def _apply(out: Array, flat: Array, updates: Array, reduction: str, dtype: np.dt
 def gather_elements(request: GatherRequest) -> Array:
     """Gather ``request`` on NumPy arrays: a new C-ordered array of ``indices``' shape.
 
-    bool is read as canonical 0/1 bytes, whatever bytes ``data`` held, as the scatter does.
+    ``np.take_along_axis`` on the part of ``data`` that ``indices`` cover reads ``data``
+    through its strides, copying none of it; negative indices index from the end there
+    too, once the bounds are checked. bool is read as canonical 0/1 bytes, whatever bytes
+    ``data`` held, as the scatter reads it.
     """
     data: Array = request.data
     indices: Array = request.indices
+    axis = request.axis
+    check_bounds(indices, axis, data.shape[axis])
+    if indices.size == 0:
+        return np.empty(indices.shape, dtype=data.dtype)
+    covered = tuple(
+        slice(None) if dim == axis else slice(0, length) for dim, length in enumerate(indices.shape)
+    )
     if data.dtype.kind == "b":
-        data = np.not_equal(data.view(np.uint8), 0)
-    count = indices.size
-    if count == 0:
-        return np.empty(indices.shape, dtype=request.data.dtype)
-    flat = flat_positions(indices, data.shape, request.axis, count)
-    out: Array = data.take(flat).reshape(indices.shape)
+        raw = np.take_along_axis(data.view(np.uint8)[covered], indices, axis)
+        return np.not_equal(raw, 0)
+    out: Array = np.take_along_axis(data[covered], indices, axis)
     return out

@@ -9,6 +9,7 @@ from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError
 from ._registry import BackendRecord, backends, register_backend
 from ._select import Decision, set_backend, use_backend
+from ._torch_grad import TorchCompileWarning
 
 __version__ = "0.1.0"
 
@@ -19,6 +20,7 @@ __all__ = [
     "BackendError",
     "BackendRecord",
     "Decision",
+    "TorchCompileWarning",
     "__version__",
     "backend",
     "backends",

@@ -16,6 +16,7 @@ factor the product of those before it and of those after it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -45,12 +46,16 @@ class Rules(NamedTuple):
     device: Callable[[Array], Any]
 
 
-def gather_vjp(rules: Rules, g: Array, data: Array, indices: Array, axis: int) -> Array:
-    """The gradient of ``data`` in ``gather_elements(data, indices, axis)``: each element
-    of ``g`` added, in C order, to the element of ``data`` it was read from."""
-    xp = rules.xp
-    zeros = xp.zeros(data.shape, dtype=g.dtype, device=rules.device(g))
+def gather_vjp(rules: Rules, g: Array, shape: tuple[int, ...], indices: Array, axis: int) -> Array:
+    """The gradient of ``data`` (of ``shape``) in ``gather_elements(data, indices, axis)``:
+    each element of ``g`` added, in C order, to the element of ``data`` it was read from."""
+    zeros = rules.xp.zeros(shape, dtype=g.dtype, device=rules.device(g))
     return rules.scatter(zeros, indices, g, axis=axis, reduction="add")
+
+
+#: Which of (data, updates) need a gradient: the other is None, and not computed.
+Wanted = tuple[bool, bool]
+BOTH: Wanted = (True, True)
 
 
 def scatter_vjp(
@@ -62,40 +67,55 @@ def scatter_vjp(
     out: Array,
     axis: int,
     reduction: str,
-) -> tuple[Array, Array]:
-    """The gradients of ``data`` and ``updates`` given ``g``, the gradient of ``out``."""
+    wanted: Wanted = BOTH,
+) -> tuple[Array | None, Array | None]:
+    """The gradients of ``data`` and ``updates`` given ``g``, the gradient of ``out``.
+
+    ``data``, ``updates`` and ``out`` are read by ``mul``, ``max`` and ``min`` only.
+    """
     if reduction == "add":
-        return g, rules.gather(g, indices, axis=axis)
+        d_updates = rules.gather(g, indices, axis=axis) if wanted[1] else None
+        return (g if wanted[0] else None), d_updates
     if reduction == "none":
-        return _none(rules, g, indices, axis)
+        return _none(rules, g, indices, axis, wanted)
     if reduction == "mul":
-        return _mul(rules, g, data, indices, updates, axis)
-    return _extremum(rules, g, data, indices, updates, out, axis)
+        return _mul(rules, g, data, indices, updates, axis, wanted)
+    return _extremum(rules, g, data, indices, updates, out, axis, wanted)
 
 
-def _none(rules: Rules, g: Array, indices: Array, axis: int) -> tuple[Array, Array]:
+def _none(
+    rules: Rules, g: Array, indices: Array, axis: int, wanted: Wanted
+) -> tuple[Array | None, Array | None]:
     """``data`` keeps ``g`` where no update lands; the last update in C order (the one
     that wins) gets ``g`` of its target, and the updates it overwrote get 0."""
     xp = rules.xp
     device = rules.device(g)
     shape = tuple(indices.shape)
     # JAX without x64 has no int64: positions take the indices' dtype where it holds them.
-    positions = xp.int64 if _size(shape) >= 2**31 else indices.dtype
-    order = xp.reshape(xp.arange(_size(shape), dtype=positions, device=device), shape)
+    positions = xp.int64 if math.prod(shape) >= 2**31 else indices.dtype
+    order = xp.reshape(xp.arange(math.prod(shape), dtype=positions, device=device), shape)
     unset = xp.full(g.shape, -1, dtype=positions, device=device)
     winner = rules.scatter(unset, indices, order, axis=axis, reduction="none")
     zero = xp.zeros((), dtype=g.dtype, device=device)
-    d_data = xp.where(winner < 0, g, zero)
+    d_data = xp.where(winner < 0, g, zero) if wanted[0] else None
+    if not wanted[1]:
+        return d_data, None
     won = rules.gather(winner, indices, axis=axis) == order
     return d_data, xp.where(won, rules.gather(g, indices, axis=axis), zero)
 
 
 def _extremum(
-    rules: Rules, g: Array, data: Array, indices: Array, updates: Array, out: Array, axis: int
-) -> tuple[Array, Array]:
+    rules: Rules,
+    g: Array,
+    data: Array,
+    indices: Array,
+    updates: Array,
+    out: Array,
+    axis: int,
+    wanted: Wanted,
+) -> tuple[Array | None, Array | None]:
     """``g`` of each target shared equally by the values equal to the result there."""
     xp = rules.xp
-    device = rules.device(g)
     data_ties = data == out
     update_ties = updates == rules.gather(out, indices, axis=axis)
     counts = rules.scatter(
@@ -105,25 +125,36 @@ def _extremum(
         axis=axis,
         reduction="add",
     )
-    zero = xp.zeros((), dtype=g.dtype, device=device)
+    zero = xp.zeros((), dtype=g.dtype, device=rules.device(g))
     # Where nothing equals the result (a NaN), nothing gets a share: counts 0 -> 1 keeps
     # the division finite, and the masks give 0.
     share = g / xp.astype(xp.where(counts > 0, counts, 1), g.dtype)
-    d_data = xp.where(data_ties, share, zero)
-    d_updates = xp.where(update_ties, rules.gather(share, indices, axis=axis), zero)
-    return d_data, d_updates
+    d_data = xp.where(data_ties, share, zero) if wanted[0] else None
+    if not wanted[1]:
+        return d_data, None
+    return d_data, xp.where(update_ties, rules.gather(share, indices, axis=axis), zero)
 
 
 def _mul(
-    rules: Rules, g: Array, data: Array, indices: Array, updates: Array, axis: int
-) -> tuple[Array, Array]:
+    rules: Rules,
+    g: Array,
+    data: Array,
+    indices: Array,
+    updates: Array,
+    axis: int,
+    wanted: Wanted,
+) -> tuple[Array | None, Array | None]:
     """Each factor gets ``g`` times the product of the other factors of its target."""
-    xp = rules.xp
-    ones = xp.ones(data.shape, dtype=data.dtype, device=rules.device(data))
-    products = rules.scatter(ones, indices, updates, axis=axis, reduction="mul")
-    others = _other_factors(rules, indices, updates, data.shape[axis], axis)
-    others = others * rules.gather(data, indices, axis=axis)
-    return g * _conj(rules, products), rules.gather(g, indices, axis=axis) * _conj(rules, others)
+    d_data = d_updates = None
+    if wanted[0]:
+        ones = rules.xp.ones(data.shape, dtype=data.dtype, device=rules.device(data))
+        products = rules.scatter(ones, indices, updates, axis=axis, reduction="mul")
+        d_data = g * _conj(rules, products)
+    if wanted[1]:
+        others = _other_factors(rules, indices, updates, data.shape[axis], axis)
+        others = others * rules.gather(data, indices, axis=axis)
+        d_updates = rules.gather(g, indices, axis=axis) * _conj(rules, others)
+    return d_data, d_updates
 
 
 def _other_factors(rules: Rules, indices: Array, updates: Array, size: int, axis: int) -> Array:
@@ -184,10 +215,3 @@ def _conj(rules: Rules, array: Array) -> Array:
     if rules.conjugate and xp.isdtype(array.dtype, "complex floating"):
         return xp.conj(array)
     return array
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    size = 1
-    for n in shape:
-        size *= n
-    return size

@@ -53,7 +53,7 @@ def gather_traced(request: GatherRequest, backend: Any) -> Any:
     """The traced result of a gather of traced JAX values: a differentiable host callback."""
     choose(stand_in(request), backend)
     names, _ = _configured(backend)
-    return _gather(request.axis, names)(*request.arrays)
+    return _gather(request.axis, names, request.shape)(*request.arrays)
 
 
 def _host(operation: str, axis: int, rank: int, names: Any, **options: Any) -> Any:
@@ -82,6 +82,8 @@ def _scatter(axis: int, reduction: str, names: Any) -> Any:
 
     def forward(data: Any, indices: Any, updates: Any) -> Any:
         out = scatter(data, indices, updates)
+        if reduction in ("add", "none"):  # their gradients read g and indices alone
+            return out, (None, indices, None, None)
         return out, (data, indices, updates, out)
 
     def backward(saved: Any, g: Any) -> Any:
@@ -98,23 +100,22 @@ def _scatter(axis: int, reduction: str, names: Any) -> Any:
     return scatter
 
 
-def _gather(axis: int, names: Any) -> Any:
+def _gather(axis: int, names: Any, shape: tuple[int, ...]) -> Any:
     import jax
 
     @jax.custom_vjp
     def gather(data: Any, indices: Any) -> Any:
         host = _host("gather_elements", axis, data.ndim, names)
-        shape = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return jax.pure_callback(host, shape, data, indices, vmap_method="broadcast_all")
+        result = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
+        return jax.pure_callback(host, result, data, indices, vmap_method="broadcast_all")
 
     def forward(data: Any, indices: Any) -> Any:
-        return gather(data, indices), (data, indices)
+        return gather(data, indices), indices  # data's shape is known: not a residual
 
-    def backward(saved: Any, g: Any) -> Any:
+    def backward(indices: Any, g: Any) -> Any:
         import jax.numpy as jnp
 
-        data, indices = saved
-        return gather_vjp(_rules(names), jnp.asarray(g), data, indices, axis), None
+        return gather_vjp(_rules(names), jnp.asarray(g), shape, indices, axis), None
 
     gather.defvjp(forward, backward)
     return gather

@@ -81,7 +81,22 @@ class ScatterRequest(NamedTuple):
         return self.data, self.indices, self.updates
 
     def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> ScatterRequest:
-        """This request on other arrays (the same values elsewhere: carried, or stand-ins)."""
+        """Return this request on other arrays: the same values, carried or stand-ins.
+
+        Parameters
+        ----------
+        arrays : tuple of array
+            The new data, indices and updates, in that order.
+        array_type : str
+            Their type, ``"module:qualname"``.
+        device : object
+            Their device.
+
+        Returns
+        -------
+        ScatterRequest
+            The request with those arrays; the axis, dtype key and key unchanged.
+        """
         data, indices, updates = arrays
         return self._replace(
             data=data, indices=indices, updates=updates, array_type=array_type, device=device
@@ -144,7 +159,22 @@ class GatherRequest(NamedTuple):
         return self.data, self.indices
 
     def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> GatherRequest:
-        """This request on other arrays (the same values elsewhere: carried, or stand-ins)."""
+        """Return this request on other arrays: the same values, carried or stand-ins.
+
+        Parameters
+        ----------
+        arrays : tuple of array
+            The new data and indices, in that order.
+        array_type : str
+            Their type, ``"module:qualname"``.
+        device : object
+            Their device.
+
+        Returns
+        -------
+        GatherRequest
+            The request with those arrays; the axis, dtype key and key unchanged.
+        """
         data, indices = arrays
         return self._replace(data=data, indices=indices, array_type=array_type, device=device)
 

@@ -134,7 +134,7 @@ def _why_not(
 def _carried(route: Route, request: Request) -> Request | str:
     """``request`` carried by ``route``, or why DLPack cannot carry it (a dtype, say).
 
-    Arrays the library refuses (a torch tensor that requires grad) raise its TypeError.
+    Arrays the library refuses (a sparse torch tensor) raise its TypeError.
     """
     route.library.refuse(*request.arrays)
     try:
@@ -284,7 +284,7 @@ class Decision:
 
         Parameters
         ----------
-        request : ScatterRequest
+        request : ScatterRequest or GatherRequest
             The call.
         chosen : tuple of (Backend, Route or None), or None
             The backend decided on, and its route.

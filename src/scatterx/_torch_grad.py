@@ -5,17 +5,21 @@ A call whose ``data`` or ``updates`` requires grad, with grad mode on, runs as a
 (their own route and device), and the backward is :mod:`scatterx._grad`'s rules, made of
 scatterx calls on the gradient's tensors. Under ``create_graph=True`` those calls are
 recorded in turn, so a second derivative works. With grad mode off the tensors are used
-detached, as torch's own operations do.
+detached, as torch's own operations do. The backend choice in force when the call is
+recorded (``backend=``, ``use_backend``, ``set_backend``...) holds for its backward too,
+which autograd may run on another thread.
 """
 
 from __future__ import annotations
 
 import warnings
 from functools import partial
+from types import SimpleNamespace
 from typing import Any
 
 from ._grad import Rules, gather_vjp, scatter_vjp
 from ._request import GatherRequest, Request, ScatterRequest
+from ._select import _configured
 
 TORCH = "torch:"
 
@@ -42,8 +46,9 @@ def scatter(request: ScatterRequest, backend: Any) -> Any:
     if not torch.is_grad_enabled():
         data, updates = request.data.detach(), request.updates.detach()
         return _scatter(data, request.indices, updates, request.axis, request.reduction, backend)
+    names, _ = _configured(backend)
     return _functions().Scatter.apply(
-        request.data, request.indices, request.updates, request.axis, request.reduction, backend
+        request.data, request.indices, request.updates, request.axis, request.reduction, names
     )
 
 
@@ -53,7 +58,8 @@ def gather(request: GatherRequest, backend: Any) -> Any:
 
     if not torch.is_grad_enabled():
         return _gather(request.data.detach(), request.indices, request.axis, backend)
-    return _functions().Gather.apply(request.data, request.indices, request.axis, backend)
+    names, _ = _configured(backend)
+    return _functions().Gather.apply(request.data, request.indices, request.axis, names)
 
 
 def compiling(data: Any) -> bool:
@@ -73,12 +79,17 @@ def eager(function: Any) -> Any:
     """
     import torch
 
-    warnings.warn(COMPILE_WARNING, TorchCompileWarning, stacklevel=3)
+    # The user's line: eager <- scatterx's routed call <- scatter_elements <- the caller.
+    warnings.warn(COMPILE_WARNING, TorchCompileWarning, stacklevel=4)
     return torch.compiler.disable(function)  # type: ignore[no-untyped-call]
 
 
 class TorchCompileWarning(UserWarning):
-    """A scatterx call met by ``torch.compile``: it runs eagerly, between compiled graphs."""
+    """A scatterx call met by ``torch.compile``: it runs eagerly, between compiled graphs.
+
+    Python's default filter shows it once per line of the caller's code; filter it with
+    ``warnings.filterwarnings("ignore", category=scatterx.TorchCompileWarning)``.
+    """
 
 
 COMPILE_WARNING = (
@@ -146,6 +157,7 @@ def _define() -> Any:
         def backward(ctx: Any, g: Any) -> Any:
             indices, *saved = ctx.saved_tensors
             data, updates, out = saved if saved else (None, None, None)
+            wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[2])
             d_data, d_updates = scatter_vjp(
                 _rules(ctx.backend),
                 g.contiguous(),
@@ -155,36 +167,23 @@ def _define() -> Any:
                 out,
                 ctx.axis,
                 ctx.reduction,
+                wanted,
             )
-            needs = ctx.needs_input_grad
-            return (
-                d_data if needs[0] else None,
-                None,
-                d_updates if needs[2] else None,
-                None,
-                None,
-                None,
-            )
+            return d_data, None, d_updates, None, None, None
 
     class Gather(torch.autograd.Function):
         """gather_elements, whose gradient adds ``g`` back in C order."""
 
         @staticmethod
         def forward(ctx: Any, data: Any, indices: Any, axis: int, backend: Any) -> Any:
-            ctx.axis, ctx.backend = axis, backend
-            ctx.save_for_backward(data, indices)
+            ctx.axis, ctx.backend, ctx.shape = axis, backend, tuple(data.shape)
+            ctx.save_for_backward(indices)
             return _gather(data.detach(), indices, axis, backend)
 
         @staticmethod
         def backward(ctx: Any, g: Any) -> Any:
-            data, indices = ctx.saved_tensors
-            d_data = gather_vjp(_rules(ctx.backend), g.contiguous(), data, indices, ctx.axis)
+            (indices,) = ctx.saved_tensors
+            d_data = gather_vjp(_rules(ctx.backend), g.contiguous(), ctx.shape, indices, ctx.axis)
             return d_data, None, None, None
 
-    class Functions:
-        pass
-
-    functions = Functions()
-    functions.Scatter = Scatter  # type: ignore[attr-defined]
-    functions.Gather = Gather  # type: ignore[attr-defined]
-    return functions
+    return SimpleNamespace(Scatter=Scatter, Gather=Gather)

@@ -403,6 +403,16 @@ def _known_shape(array: Any, role: str) -> Shape:
     raise ValueError(msg)
 
 
+def hashable_or_none(key: Key) -> Hashable | None:
+    """``key``, or None where it cannot be hashed (an unhashable device): such calls are
+    decided afresh each time."""
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def prepared(
     data: Any, indices: Any, updates: Any = None
 ) -> tuple[tuple[Any, ...], Any, tuple[Shape, ...]]:
@@ -435,11 +445,7 @@ def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     checked_axis = _check_shapes(shapes[0], shapes[1], shapes[2], checked_axis)
     dtypes = (data.dtype, indices.dtype, updates.dtype)
     dtype_key = _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
-    key: Hashable | None = (type(data), checked_axis, reduction, *shapes, *dtypes, device)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable device: its calls are decided afresh
-        key = None
+    key = hashable_or_none((type(data), checked_axis, reduction, *shapes, *dtypes, device))
     array_type = type_name(type(data))
     return ScatterRequest(
         data, indices, updates, checked_axis, reduction, array_type, dtype_key, device, key

@@ -6,7 +6,6 @@ scatter's (:mod:`scatterx._validate`), remembered by the call's metadata in the 
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from functools import lru_cache
 from typing import Any
 
@@ -23,6 +22,7 @@ from ._validate import (
     check_string_values,
     checked_key,
     gather_dtype_key,
+    hashable_or_none,
     prepared,
     type_name,
 )
@@ -79,9 +79,5 @@ def _validate(data: Any, indices: Any, axis: Any) -> GatherRequest:
     checked_axis = _check_shapes(data_shape, index_shape, index_shape, checked_axis)
     dtype_key = gather_dtype_key(type(data.dtype).__module__, data.dtype, indices.dtype)
     metadata = (data_shape, index_shape, data.dtype, indices.dtype, device)
-    key: Hashable | None = (GATHER, type(data), checked_axis, *metadata)
-    try:
-        hash(key)
-    except TypeError:  # an unhashable device: its calls are decided afresh
-        key = None
+    key = hashable_or_none((GATHER, type(data), checked_axis, *metadata))
     return GatherRequest(data, indices, checked_axis, type_name(type(data)), dtype_key, device, key)

@@ -134,13 +134,9 @@ def block_call(
     >>> name, run()
     ('numpy', array([0., 0., 1.]))
     """
-    from ._api import run_chosen
-    from ._select import choose_for_blocks
     from ._validate import normalise
 
-    request = normalise(data, indices, updates, axis, reduction)
-    choice = choose_for_blocks(request)
-    return choice[0].name, lambda: run_chosen(choice, request)
+    return _block(normalise(data, indices, updates, axis, reduction))
 
 
 def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], Any]]:
@@ -168,11 +164,16 @@ def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], 
     >>> name, run()
     ('numpy', array([7., 5.]))
     """
-    from ._api import run_chosen
-    from ._select import choose_for_blocks
     from ._validate_gather import normalise_gather
 
-    request = normalise_gather(data, indices, axis)
+    return _block(normalise_gather(data, indices, axis))
+
+
+def _block(request: Request) -> tuple[str, Callable[[], Any]]:
+    """The backend chosen for a block's validated ``request``, and the call to run it."""
+    from ._api import run_chosen
+    from ._select import choose_for_blocks
+
     choice = choose_for_blocks(request)
     return choice[0].name, lambda: run_chosen(choice, request)
 

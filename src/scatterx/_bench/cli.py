@@ -299,6 +299,8 @@ def main(argv: list[str]) -> int:
         parser.error("--small-calls must be 0 or more")
     if args.dask_scaling_gib < 0 or any(n < 1 for n in args.dask_workers or ()):
         parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
+    if args.grad and (args.json or args.plot or args.library):
+        parser.error("--grad prints its own table: it takes no --json, --plot or --library")
     if args.grad:
         return _grad(args)
     load = [_load()]
