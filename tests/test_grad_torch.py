@@ -169,8 +169,11 @@ def test_explain_names_the_route_of_the_detached_tensors() -> None:
     assert "torch:Tensor (cpu) -> numpy:ndarray" in str(decision)
 
 
-def test_torch_compile_runs_scatterx_eagerly_with_a_warning() -> None:
+@pytest.mark.parametrize("leaf", ["tensor", "parameter"])
+def test_torch_compile_runs_scatterx_eagerly_with_a_warning(leaf: str) -> None:
     data = torch.randn(5, 3, requires_grad=True)
+    if leaf == "parameter":  # its type's module is torch.nn.parameter: dynamo broke on it
+        data = torch.nn.Parameter(data.detach())
     updates = torch.randn(2, 3, requires_grad=True)
     indices = torch.tensor([[1, 0, 4], [1, 2, 3]])
 

@@ -88,7 +88,7 @@ def _scatter_elements_routed(
     data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, backend: Any
 ) -> Any:
     """:func:`scatter_elements` of arrays of another library: native, routed or traced."""
-    if _torch_grad.compiling(data):
+    if _torch_grad.compiling():
         return _torch_grad.eager(scatter_elements)(
             data, indices, updates, axis=axis, reduction=reduction, backend=backend
         )
@@ -158,7 +158,7 @@ def gather_elements(
 
 def _gather_elements_routed(data: Any, indices: Any, axis: Any, backend: Any) -> Any:
     """:func:`gather_elements` of arrays of another library: native, routed or traced."""
-    if _torch_grad.compiling(data):
+    if _torch_grad.compiling():
         return _torch_grad.eager(gather_elements)(data, indices, axis=axis, backend=backend)
     request = normalise_gather(data, indices, axis)
     if request.device is TRACED:

@@ -12,6 +12,7 @@ which autograd may run on another thread.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from functools import partial
 from types import SimpleNamespace
@@ -62,13 +63,14 @@ def gather(request: GatherRequest, backend: Any) -> Any:
     return _functions().Gather.apply(request.data, request.indices, request.axis, names)
 
 
-def compiling(data: Any) -> bool:
-    """Whether ``torch.compile`` is tracing a call on tensors (``data`` is a tensor)."""
-    if not type(data).__module__.startswith("torch"):
-        return False
-    import torch
+def compiling() -> bool:
+    """Whether ``torch.compile`` is tracing the call now.
 
-    return bool(torch.compiler.is_compiling())
+    Nothing here may make dynamo break the graph (it would then run this check eagerly,
+    and be told no): no look at the arrays, no import.
+    """
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.compiler.is_compiling())
 
 
 def eager(function: Any) -> Any:
