@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +82,20 @@ def gather_kernel(width: int) -> Any:
 
 
 def launch(kernel: Any, *args: Any) -> Any:
-    """Run ``kernel(*args)``, serialised while the threading layer may be ``workqueue``."""
+    """Run ``kernel(*args)``: one process at a time where the call compiles, and one thread
+    at a time while the threading layer may be ``workqueue``."""
+    if compiled(kernel, args):
+        return _launch(kernel, *args)
+    with between_processes():
+        return _launch(kernel, *args)
+
+
+def compiled(kernel: Any, args: tuple[Any, ...]) -> bool:
+    """Whether this process has ``kernel``'s code for the types of ``args`` already."""
+    return tuple(kernel.typeof_pyval(a) for a in args) in kernel.overloads
+
+
+def _launch(kernel: Any, *args: Any) -> Any:
     global _unguarded
     if _unguarded:
         return kernel(*args)
@@ -89,6 +104,35 @@ def launch(kernel: Any, *args: Any) -> Any:
         numba: Any = importlib.import_module("numba")
         _unguarded = numba.threading_layer() != "workqueue"
     return result
+
+
+#: Where processes of one user take turns to compile (and save to numba's cache).
+COMPILE_LOCK = Path(tempfile.gettempdir()) / (
+    f"scatterx-numba-compile-{os.getuid() if hasattr(os, 'getuid') else 'user'}.lock"
+)
+
+
+@contextlib.contextmanager
+def between_processes() -> Iterator[None]:
+    """Hold the file lock that processes take in turn to compile a kernel.
+
+    numba saves a cache entry by reading the index file, adding the entry and writing it
+    back, with no lock: two processes compiling two specialisations of one kernel at once
+    (pytest-xdist workers, Dask workers) can leave an entry naming the other's code, and a
+    later process then loads a ``min`` kernel that computes ``max``. Loading and compiling
+    in turn keeps the index whole. (Without ``fcntl``, on Windows, there is no turn.)
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(COMPILE_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def num_threads() -> int:
