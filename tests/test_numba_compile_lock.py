@@ -31,26 +31,37 @@ def _held_by_another() -> bool:
 
 
 class FakeKernel:
-    """A dispatcher that says which types it has compiled, and records the lock's state."""
+    """A kernel that records whether another process could take the lock as it runs."""
 
-    def __init__(self, compiled: bool) -> None:
-        self.overloads = {("array",): "code"} if compiled else {}
+    def __init__(self) -> None:
         self.lock_held: list[bool] = []
-
-    def typeof_pyval(self, value: Any) -> str:
-        return "array"
 
     def __call__(self, *args: Any) -> int:
         self.lock_held.append(_held_by_another())
         return 7
 
 
-@pytest.mark.parametrize("compiled", [False, True])
-def test_only_a_call_that_may_compile_takes_the_lock(compiled: bool) -> None:
-    kernel = FakeKernel(compiled)
-    assert _runtime.launch(kernel, np.zeros(3)) == 7
-    assert kernel.lock_held == [not compiled]
-    assert not _held_by_another()  # released after the call
+def test_a_call_takes_the_lock_until_its_kinds_of_arguments_have_run() -> None:
+    kernel = FakeKernel()
+    values = np.zeros((3, 2))
+    for arguments in [(values, (1, 2.0)), (values + 1, (3, 4.0)), (values.T, (1, 2.0))]:
+        assert _runtime.launch(kernel, *arguments) == 7
+    # A Fortran-ordered array is another numba type: another signature, maybe compiled.
+    assert kernel.lock_held == [True, False, True]
+    assert not _held_by_another()  # released after each call
+    _runtime.launch(kernel, values.astype(np.float32), (1, 2.0))
+    _runtime.launch(kernel, values, (1, 2))
+    assert kernel.lock_held[3:] == [True, True]
+
+
+def test_kinds_tell_apart_what_numba_types_apart() -> None:
+    values = np.zeros((4, 4))
+    readonly = values.view()
+    readonly.flags.writeable = False
+    variants = [values, values.T, values[:, ::2], readonly, values[None], values.astype(">f8")]
+    keys = {_runtime.kinds(v) for v in variants}
+    assert len(keys) == len(variants)
+    assert _runtime.kinds((values, 1, 1.0, True)) != _runtime.kinds((values, 1.0, 1, True))
 
 
 def test_the_lock_is_released_when_the_call_raises() -> None:
@@ -60,19 +71,5 @@ def test_the_lock_is_released_when_the_call_raises() -> None:
             raise RuntimeError(msg)
 
     with pytest.raises(RuntimeError, match="compile failed"):
-        _runtime.launch(Failing(compiled=False), np.zeros(3))
+        _runtime.launch(Failing(), np.zeros(3))
     assert not _held_by_another()
-
-
-def test_a_real_kernel_knows_its_compiled_signatures() -> None:
-    numba = pytest.importorskip("numba")
-
-    @numba.njit
-    def total(values: Any) -> Any:
-        return values.sum()
-
-    values = np.arange(4.0)
-    assert not _runtime.compiled(total, (values,))
-    assert _runtime.launch(total, values) == 6.0
-    assert _runtime.compiled(total, (values,))
-    assert not _runtime.compiled(total, (values.astype(np.float32),))
