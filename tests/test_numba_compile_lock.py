@@ -14,9 +14,11 @@ fcntl = pytest.importorskip("fcntl")
 
 
 @pytest.fixture(autouse=True)
-def _threads_started(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Skip the workqueue guard, which asks numba for a threading layer these serial
-    kernels never start."""
+def _own_lock(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """A lock file of this test's own (other processes compiling for real take the shared
+    one), and no workqueue guard, which asks numba for a threading layer these kernels
+    never start."""
+    monkeypatch.setattr(_runtime, "COMPILE_LOCK", tmp_path / "compile.lock")
     monkeypatch.setattr(_runtime, "_unguarded", True)
 
 
