@@ -137,7 +137,6 @@ def gather_kernel(width: int) -> Any:
     numba's disk cache keys each closure's code on it.
     """
 
-    @nb.njit(parallel=True, cache=True, nogil=True)
     def gather(arrays: Any, param_tuple: Any, n_tasks: int) -> Any:
         params = GatherParams(*param_tuple)
         bad = np.empty(n_tasks, np.int64)
@@ -145,4 +144,5 @@ def gather_kernel(width: int) -> Any:
             bad[task] = _task(arrays, params, task, n_tasks, width)
         return bad
 
-    return gather
+    gather.__qualname__ = f"gather_{width}"  # its own cache index: see _kernels
+    return nb.njit(parallel=True, cache=True, nogil=True)(gather)

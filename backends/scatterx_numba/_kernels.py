@@ -85,7 +85,6 @@ def _specialise(strategy: int, op: str) -> Any:
     names = [task.__name__ for task in _PASSES[Strategy(strategy), last_positions]]
     first, second, two_pass = names[0], names[-1], len(names) == 2
 
-    @_kernel
     def scatter(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         bad = np.empty(n_tasks, np.int64)
@@ -96,7 +95,12 @@ def _specialise(strategy: int, op: str) -> Any:
                 run_task(second, op, arrays, scratch, params, task, n_tasks)
         return bad
 
-    return scatter
+    # A name of its own: its own cache index and environment. Sharing one qualified name,
+    # the specialisations' cached code, loaded in a process that had not compiled it,
+    # could box its result with no dtype ("NRT_adapt_ndarray_to_python: descr is NULL"):
+    # a cold run of two pytest workers showed it.
+    scatter.__qualname__ = f"scatter_{strategy}_{op}"
+    return _kernel(scatter)
 
 
 def scatter_kernel(strategy: Strategy, family: str, reduction: str) -> Any:
