@@ -67,7 +67,7 @@ def test_capabilities_decline_strings() -> None:
         (((4096, 4096), (4096, 4096)), 0, 2, Plan(Strategy.COLUMNS, 8, 512)),
         (((30000, 256), (16384, 256)), 0, 2, Plan(Strategy.COLUMNS, 1, 256)),
         (((8192, 1024), (8192, 64)), 1, 2, Plan(Strategy.COLUMNS, 8192, 1)),
-        (((65536,), (4194304,)), 0, 2, Plan(Strategy.COLUMNS, 1, 1)),
+        (((65536,), (4194304,)), 0, 2, Plan(Strategy.BINNED, 2, 1 << 20)),
         (((65536,), (4194304,)), 0, 4, Plan(Strategy.OWNERS, 4, 1)),
         (((65536,), (1000,)), 0, 4, Plan(Strategy.COLUMNS, 1, 1)),
         (((64, 8, 3), (50, 8, 3)), 0, 2, Plan(Strategy.COLUMNS, 1, 24)),

@@ -124,7 +124,7 @@ def test_float_arithmetic_never_takes_segments(
 def test_plan_picks_the_two_pass_strategies() -> None:
     histogram = ((65536,), (4194304,), 0, 4, 2)
     assert _plan.plan(*histogram, regroupable=True) == Plan(Strategy.SEGMENTS, 2, 1)
-    assert _plan.plan(*histogram, regroupable=False).strategy == Strategy.COLUMNS
+    assert _plan.plan(*histogram, regroupable=False).strategy == Strategy.BINNED
     embedding = ((30000, 256), (16384, 256), 0, 4, 2)
     assert _plan.plan(*embedding, constant_rows=True) == Plan(Strategy.ROWS, 2, 256)
     assert _plan.plan(*embedding, constant_rows=False).strategy == Strategy.COLUMNS

@@ -1,7 +1,8 @@
 """The parallel kernels: one template, compiled per strategy and reduction, disk-cached.
 
 A kernel runs the first pass of its strategy on every task under ``prange`` and, for the
-two-pass strategies, the second pass once every first pass found its indices in bounds.
+two-pass strategies, the second pass once every first pass found its indices in bounds;
+the binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
 The ``prange`` must sit in the cached function itself; the tasks of a pass share no
 output element, so they run in any order on any thread.
 
@@ -34,6 +35,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from . import _ops
+from ._binned import apply_bins_task, bin_task
 from ._plan import Strategy
 from ._rows import apply_task, target_task
 from ._run import KernelArrays, KernelParams
@@ -51,6 +53,7 @@ _PASSES: dict[tuple[Strategy, bool], tuple[Any, ...]] = {
     (Strategy.ROWS, False): (target_task, apply_task),
     (Strategy.SEGMENTS, False): (fold_task, merge_task),
     (Strategy.SEGMENTS, True): (last_position_task, merge_last_task),
+    (Strategy.BINNED, False): (bin_task, apply_bins_task),
 }
 _TASKS = {task.__name__: task for tasks in _PASSES.values() for task in tasks}
 
@@ -95,12 +98,28 @@ def _specialise(strategy: int, op: str) -> Any:
                 run_task(second, op, arrays, scratch, params, task, n_tasks)
         return bad
 
+    def scatter_in_waves(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
+        # Both passes once per wave of ``params.band`` updates; wave w runs tasks
+        # w * n_tasks + (0 .. n_tasks - 1). A wave that meets a bad index ends the call.
+        arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
+        bad = np.empty(n_tasks, np.int64)
+        for wave in range(-(-arrays.idx.shape[1] // params.band)):
+            at = wave * n_tasks
+            for task in nb.prange(n_tasks):
+                bad[task] = run_task(first, op, arrays, scratch, params, at + task, n_tasks)
+            if not all_in_bounds(bad):
+                break
+            for task in nb.prange(n_tasks):
+                run_task(second, op, arrays, scratch, params, at + task, n_tasks)
+        return bad
+
     # A name of its own: its own cache index and environment. Sharing one qualified name,
     # the specialisations' cached code, loaded in a process that had not compiled it,
     # could box its result with no dtype ("NRT_adapt_ndarray_to_python: descr is NULL"):
     # a cold run of two pytest workers showed it.
-    scatter.__qualname__ = f"scatter_{strategy}_{op}"
-    return _kernel(scatter)
+    template = scatter_in_waves if strategy == Strategy.BINNED else scatter
+    template.__qualname__ = f"scatter_{strategy}_{op}"
+    return _kernel(template)
 
 
 def scatter_kernel(strategy: Strategy, family: str, reduction: str) -> Any:

@@ -22,6 +22,17 @@ OWNER_MIN_THREADS = 4
 NOT_CONSTANT = -2
 #: Whole-row (embedding) tasks need rows this long: each task scans every row's target.
 ROWS_MIN_INNER = 8
+#: Binned calls need this many updates: with fewer (their inputs in cache), one ordered
+#: pass beat binning on two threads.
+BINNED_MIN_ROWS = 1 << 19
+#: Updates per wave of the binned strategy: its bins (a position and a value per update)
+#: stay a few MiB, and far under glibc's 32 MiB mmap threshold, above which each call
+#: would fault in fresh pages.
+BINNED_WAVE_ROWS = 1 << 20
+#: What binning an update costs, in percent of applying it in place, with both running at
+#: once: the first task of a wave applies ``this / ((n_tasks - 1) * 100 + this)`` of it.
+#: Compiled into the kernels: a change needs a cold numba cache.
+BINNED_COST_PERCENT = 100
 
 
 class Strategy(IntEnum):
@@ -31,6 +42,7 @@ class Strategy(IntEnum):
     OWNERS = 1
     ROWS = 2
     SEGMENTS = 3
+    BINNED = 4
 
 
 @dataclass(frozen=True)
@@ -46,10 +58,13 @@ class Plan:
         folds a segment of the axis into a private partial, then merges a range of output
         elements. ``ROWS``: each task finds the target rows of a share of the (constant)
         index rows, then applies the update rows that land in its range of output rows.
+        ``BINNED``: in waves, the first task applies the first updates of each wave in
+        order while the others bin the rest by output half, in order; then two tasks
+        apply each half's bins.
     n_tasks
         Number of tasks (``prange`` iterations).
     band
-        Inner positions per column task.
+        Inner positions per column task; binned: updates per wave.
     """
 
     strategy: Strategy
@@ -64,6 +79,21 @@ def split(index_shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
         index_shape[axis],
         math.prod(index_shape[axis + 1 :]),
     )
+
+
+def wave_rows(rows: int) -> int:
+    """Updates per wave of a binned call: equal waves of at most ``BINNED_WAVE_ROWS``."""
+    waves = -(-rows // BINNED_WAVE_ROWS)
+    return -(-rows // waves)
+
+
+def _binnable(data_shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int) -> bool:
+    """Whether a call is one long column that the binned strategy serves: data one column
+    too (its copy is the column), enough updates, positions that fit in 32 bits."""
+    outer, rows, inner = split(index_shape, axis)
+    size = data_shape[axis]
+    one_column = outer * inner == 1 and math.prod(data_shape) == size
+    return one_column and rows >= BINNED_MIN_ROWS and size <= 1 << 32
 
 
 def column_band(inner: int, outer: int, itemsize: int, n_threads: int) -> int:
@@ -96,10 +126,11 @@ def plan(
     Many columns: column bands. Few columns and many more updates than output elements
     (a 1-D scatter, a histogram): segments when the reduction's fold can be regrouped
     (``regroupable``: none, max, min, integer and bool arithmetic), else output-row owners
-    on enough threads. Too few column bands to share out and index rows that look
-    constant (``constant_rows``, or a function that tells, called only when the shapes
-    leave the choice open: embedding-grad): whole-row tasks. Otherwise column bands
-    anyway (few long columns: correct, with as much parallelism as there are columns).
+    on enough threads, else (one column, from ``BINNED_MIN_ROWS`` updates) binned waves.
+    Too few column bands to share out and index rows that look constant
+    (``constant_rows``, or a function that tells, called only when the shapes leave the
+    choice open: embedding-grad): whole-row tasks. Otherwise column bands anyway (few long
+    columns: correct, with as much parallelism as there are columns).
     """
     outer, rows, inner = split(index_shape, axis)
     columns = outer * inner
@@ -111,6 +142,9 @@ def plan(
         return Plan(Strategy.SEGMENTS, n_threads, 1)
     if n_threads >= OWNER_MIN_THREADS and few_columns and size >= n_threads and many_updates:
         return Plan(Strategy.OWNERS, n_threads, 1)
+    binnable = many_updates and not regroupable and _binnable(data_shape, index_shape, axis)
+    if n_threads > 1 and binnable:
+        return Plan(Strategy.BINNED, n_threads, wave_rows(rows))
     band = column_band(inner, outer, itemsize, n_threads)
     n_tasks = outer * -(-inner // band)
     long_rows = inner >= ROWS_MIN_INNER and rows >= n_threads

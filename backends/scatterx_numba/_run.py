@@ -195,6 +195,18 @@ def _row_targets(plan: _plan.Plan, request: ScatterRequest, family: str, storage
     return np.empty((1, outer * rows), np.int64)
 
 
+def _binned_bins(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> Array:
+    """Binned: one row of the bins' positions (uint32, in the storage's bytes), the
+    column's copy and the bins' values, ``plan.band`` bins (one wave's updates at most).
+
+    The positions get a cache line more than they need: regions a round number of pages
+    apart made some wave lengths several times slower (docs/backends/numba.md).
+    """
+    capacity = plan.band
+    position_elements = -(-(capacity * 4 + 64) // storage.itemsize)
+    return np.empty((1, position_elements + request.shape[request.axis] + capacity), storage)
+
+
 def _no_scratch(plan: _plan.Plan, request: ScatterRequest, family: str, storage: Any) -> Array:
     """Columns: none, a placeholder."""
     return _unused(storage)
@@ -206,6 +218,7 @@ _SCRATCH = {
     _plan.Strategy.OWNERS: _owner_rows,
     _plan.Strategy.SEGMENTS: _segment_partials,
     _plan.Strategy.ROWS: _row_targets,
+    _plan.Strategy.BINNED: _binned_bins,
 }
 
 
