@@ -336,3 +336,34 @@ def test_gather_result_is_on_the_device_of_data_on_the_current_stream() -> None:
 def test_numpy_input_is_never_gathered_on_the_gpu() -> None:
     with pytest.raises(scatterx.BackendError):
         scatterx.gather_elements(np.zeros(3), np.array([1]), backend="cupy")
+
+
+def test_out_and_in_place_on_the_device() -> None:
+    """``out=`` on CuPy arrays (and torch CUDA tensors, where torch has CUDA): the result in
+    ``out``, ``out`` returned, and ``out`` untouched when an index is out of bounds."""
+    import cupy
+
+    rng = np.random.default_rng(5)
+    data = rng.random((300, 40)).astype(np.float32)
+    indices = rng.integers(-300, 300, (900, 40))
+    updates = rng.random((900, 40)).astype(np.float32)
+    expected = reference_scatter_elements(data, indices, updates, 0, "add")
+    arrays = [cupy.asarray(a) for a in (data, indices, updates)]
+    out = cupy.zeros_like(arrays[0])
+    assert scatterx.scatter_elements(*arrays, reduction="add", out=out) is out
+    assert_bitwise_equal(cupy.asnumpy(out), expected)
+    assert scatterx.scatter_elements(*arrays, reduction="add", out=arrays[0]) is arrays[0]
+    assert_bitwise_equal(cupy.asnumpy(arrays[0]), expected)
+    bad = arrays[1].copy()
+    bad[-1, -1] = 300
+    before = cupy.asnumpy(out).tobytes()
+    with pytest.raises(IndexError):
+        scatterx.scatter_elements(arrays[0], bad, arrays[2], reduction="add", out=out)
+    assert cupy.asnumpy(out).tobytes() == before
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        return
+    tensors = [torch.from_numpy(a).cuda() for a in (data, indices, updates)]
+    target = torch.zeros_like(tensors[0])
+    assert scatterx.scatter_elements(*tensors, reduction="add", out=target) is target
+    assert_bitwise_equal(target.cpu().numpy(), expected)

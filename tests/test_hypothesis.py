@@ -22,6 +22,7 @@ AVAILABLE = [r.name for r in scatterx.backends() if r.available]
 #: own; the draws over all of them are marked slow (CI runs them).
 QUICK = (["bool", "int32", "float16", "bfloat16", "float32", "complex64"], [np.int64])
 FULL = (NUMERIC, [np.int32, np.int64])
+ROLES = ("data", "indices", "updates")
 
 
 @st.composite
@@ -38,29 +39,54 @@ def calls(draw: st.DrawFn, keys: list[str], index_dtypes: list[Any]) -> dict[str
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     size = data_shape[axis]
     index_dtype = draw(st.sampled_from(index_dtypes))
+    # Fortran order: the numba backend runs such data as its reordered, C-ordered view.
+    order = draw(st.sampled_from(["C", "F"]))
     return {
-        "data": random_values(rng, dtypes()[key], data_shape),
-        "indices": rng.integers(-size, size, size=index_shape).astype(index_dtype),
-        "updates": random_values(rng, dtypes()[key], index_shape),
+        "data": random_values(rng, dtypes()[key], data_shape).copy(order=order),
+        "indices": rng.integers(-size, size, size=index_shape).astype(index_dtype, order=order),
+        "updates": random_values(rng, dtypes()[key], index_shape).copy(order=order),
         "axis": axis,
         "reduction": reduction,
+        "out": draw(st.sampled_from(OUT_MODES)),
     }
+
+
+#: Where the result goes: a new array, a separate ``out`` (filled with other values), or
+#: ``data`` itself (in place).
+OUT_MODES = ["new", "out", "in place"]
+#: Backends whose arrays can be written into (Dask's cannot).
+WRITABLE = {"numpy", "numba", "cupy"}
+
+
+def _run(backend: str, arrays: list[Any], call: dict[str, Any], own: Any) -> Any:
+    """The call of ``arrays`` on ``backend``, into the ``out`` its mode says."""
+    mode = call["out"] if backend in WRITABLE else "new"
+    out = None
+    if mode == "in place":
+        out = arrays[0]
+    elif mode == "out":
+        out = own.from_numpy(np.ones_like(call["data"]))
+    result = scatterx.scatter_elements(
+        *arrays, axis=call["axis"], reduction=call["reduction"], out=out, backend=backend
+    )
+    assert out is None or result is out
+    return result
 
 
 def _check(backend: str, call: dict[str, Any]) -> None:
     """The call on ``backend``'s own arrays (its ``from_numpy``: Dask's, CuPy's) against
     the oracle; an input its arrays cannot hold (StringDType for Dask) is passed over."""
-    expected, free_nans = reference_with_free_nans(**call)
+    expected, free_nans = reference_with_free_nans(
+        **{role: value for role, value in call.items() if role != "out"}
+    )
     own = registered()[backend]
     assert isinstance(own, ConvertsArrays)
     try:
-        arrays = [own.from_numpy(call[role]) for role in ("data", "indices", "updates")]
+        arrays = [own.from_numpy(call[role].copy(order="K")) for role in ROLES]
     except TypeError:
         return
     try:
-        out = scatterx.scatter_elements(
-            *arrays, axis=call["axis"], reduction=call["reduction"], backend=backend
-        )
+        out = _run(backend, arrays, call, own)
     except scatterx.BackendError:
         record = {r.name: r for r in scatterx.backends()}[backend]
         key = scatterx.dtype_key(call["data"].dtype)

@@ -8,10 +8,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import GatherRequest, empty_aligned
+from scatterx.backend import GatherRequest
 
 from . import _plan, _runtime
-from ._run import _BITS, _input, _maps, _raise_first_bad, _readonly
+from ._run import (
+    _BITS,
+    _destination,
+    _input,
+    _maps,
+    _raise_first_bad,
+    _readonly,
+    check_before_writing,
+)
 
 Array = np.ndarray[Any, Any]
 
@@ -136,23 +144,28 @@ def _constant_rows(idx: Array) -> bool:
 
 
 def gather_elements(request: GatherRequest) -> Array:
-    """Gather ``request``: a new C-ordered array of indices' shape and data's dtype.
+    """Gather ``request`` into its ``out`` where the kernel can write it, else into a new
+    C-ordered array of indices' shape and data's dtype.
 
-    ``data`` and ``indices`` stay untouched. bool results are canonical 0/1 bytes,
-    whatever bytes data held, as the numpy backend gives.
+    ``data`` and ``indices`` stay untouched, and the caller's ``out`` too when an index is
+    out of bounds. bool results are canonical 0/1 bytes, whatever bytes data held, as the
+    numpy backend gives.
     """
     data: Array = request.data
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
-    out = empty_aligned(index_shape, data.dtype)  # aligned: JAX takes it without a copy
+    out = _destination(request, data.dtype)
     if request.n_indices == 0:
         return out
     word, width = words(data.dtype)
     index_dtype = request.indices.dtype.newbyteorder("=")
     idx = _plan.split(index_shape, axis)
+    indices = _input(request.indices, index_dtype, index_dtype)
+    if out is request.out:
+        check_before_writing(indices, request)
     arrays = (
         _as_words(out, word, idx, width),
         _source(data, axis, word, width),
-        _input(request.indices, index_dtype, index_dtype).reshape(idx),
+        indices.reshape(idx),
         *_maps(shape, index_shape, axis),
     )
     params, n_tasks = plan(

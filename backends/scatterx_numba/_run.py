@@ -10,7 +10,7 @@ import numpy as np
 
 from scatterx.backend import Request, ScatterRequest, empty_aligned, out_of_bounds_error
 
-from . import _plan, _runtime
+from . import _layout, _plan, _runtime
 
 Array = np.ndarray[Any, Any]
 
@@ -239,25 +239,51 @@ def _fused_copy(plan: _plan.Plan, request: ScatterRequest, data_ready: bool) -> 
     )
 
 
+#: Below this many bytes one thread's copy beats a parallel launch.
+PARALLEL_COPY_BYTES = 1 << 22
+
+
+def _copy_before(out: Array, data: Array) -> None:
+    """``out[...] = data`` before the launch: on every thread where both are C-ordered,
+    aligned and large (see :mod:`scatterx_numba._passes`), else by NumPy."""
+    n_threads = _runtime.num_threads()
+    if (
+        n_threads == 1
+        or out.nbytes < PARALLEL_COPY_BYTES
+        or not (_kernel_ready(data, out.dtype) and out.flags.c_contiguous)
+    ):
+        np.copyto(out, data)
+        return
+    # As bytes: one compiled signature for every dtype (the loop vectorises all the same).
+    dst, src = out.reshape(-1).view(np.uint8), _readonly(data.reshape(-1).view(np.uint8))
+    _runtime.launch(_runtime.pass_kernel("copy_words"), dst, src, 4 * n_threads)
+
+
 def _kernel_arrays(
-    request: ScatterRequest, data: Array, updates: Array, out: Array, storage: Any, copy: bool
+    request: ScatterRequest,
+    data: Array,
+    updates: Array,
+    out: Array,
+    storage: Any,
+    copy: bool,
+    idx: Array,
 ) -> KernelArrays:
-    """The arrays of the call in storage form; without ``copy``, ``out`` gets data now."""
+    """The arrays of the call in storage form; without ``copy``, ``out`` gets data now
+    (unless it is data: in place)."""
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     dtype = out.dtype
     out3 = _three_d(out.view(storage), shape, axis)
     if copy:
         source = _three_d(_readonly(data.view(storage)), shape, axis)
     else:
-        # One thread copies data into the new array before the launch.
-        np.copyto(out, data)
+        if out is not data:
+            _copy_before(out, data)
         source = _readonly(out3)
-    index_dtype = _native(request.indices.dtype)
     outer_map, inner_map = _maps(shape, index_shape, axis)
     return KernelArrays(
         out=out3,
         data=source,
-        idx=_three_d(_input(request.indices, index_dtype, index_dtype), index_shape, axis),
+        idx=_three_d(idx, index_shape, axis),
         upd=_three_d(_input(updates, dtype, storage), index_shape, axis),
         outer_map=outer_map,
         inner_map=inner_map,
@@ -277,20 +303,83 @@ def _launch(
     return bad
 
 
+def _destination(request: Request, dtype: np.dtype[Any]) -> Array:
+    """Where the kernels write: the caller's ``out`` where they can write it as it is (C
+    order, native, aligned), else a new aligned array (JAX takes it without a copy)."""
+    out: Array | None = request.out
+    if out is not None and _kernel_ready(out, dtype) and out.flags.writeable:
+        return out
+    return empty_aligned(
+        request.index_shape if request.operation == "gather_elements" else request.shape, dtype
+    )
+
+
+def _writes_after_bounds(plan: _plan.Plan, copy: bool, in_place: bool) -> bool:
+    """Whether the launch writes nothing into ``out`` before every index is known in bounds.
+
+    So for segments and binned (the partials, or the bins, are merged in the last pass,
+    data's copy with them) and, in place, for rows and owners (their first pass, or each
+    task's write-back, comes after the checks). Columns write as they go; a copy of data
+    before the launch (neither in place nor by the tasks) writes first; rows copy data in
+    their first pass.
+    """
+    if not in_place and not copy:
+        return False
+    if plan.strategy in (_plan.Strategy.SEGMENTS, _plan.Strategy.BINNED):
+        return True
+    return in_place and plan.strategy in (_plan.Strategy.ROWS, _plan.Strategy.OWNERS)
+
+
+def check_before_writing(idx: Array, request: Request) -> None:
+    """Raise the contract's IndexError for the first bad index of ``idx`` (``indices`` in C
+    order, contiguous) before anything is written: one parallel pass over the indices."""
+    flat = idx.reshape(-1)
+    n_tasks = max(1, min(4 * _runtime.num_threads(), flat.size // (1 << 16)))
+    found = _runtime.launch(_runtime.pass_kernel("index_range"), flat, n_tasks)
+    size = request.axis_size
+    if int(found[:, 0].min()) < -size or int(found[:, 1].max()) >= size:
+        _raise_first_bad(np.flatnonzero((flat < -size) | (flat >= size))[:1], request)
+
+
 def scatter_elements(request: ScatterRequest) -> Array:
-    """Compute ``request``; ``data``, ``indices`` and ``updates`` stay untouched."""
+    """Compute ``request`` into its ``out`` where the kernels can write it, else into a new
+    array in the layout of ``data``; ``indices`` and ``updates`` stay untouched, and
+    ``data`` too unless it is ``out``.
+
+    Nothing is written into the caller's ``out`` before every index is known in bounds.
+    Data whose dimensions, reordered, are C-contiguous (Fortran order, a transpose) runs
+    as that reordered view, with indices, updates and ``out`` reordered alike: updates that
+    meet at one element differ only in their axis position, which keeps its order, so the
+    bits are the same, and nothing is copied to C order.
+    """
+    order = _layout.contiguous_order(request.data)
+    if order is None:
+        return _scatter_c(request)
+    try:
+        result = _scatter_c(_layout.reordered(request, order))
+    except IndexError:
+        _layout.raise_first_bad(request)  # the first in the caller's C order
+        raise
+    if request.out is not None and result.base is not None and result.base is request.out:
+        return request.out
+    return _layout.restored(result, order)
+
+
+def _scatter_c(request: ScatterRequest) -> Array:
+    """:func:`scatter_elements` on data in C order, or data whose order cannot be restored."""
     data: Array = request.data
     dtype = _native(data.dtype)
     family = _FAMILY.get(request.dtype_key, "plain")
     updates: Array = request.updates
+    out = _destination(request, dtype)
     if family == "bool":
         # bools as canonical 0/1 bytes, whatever bytes the inputs held: the kernels work on
         # uint8, where a raw 2 would survive max and min.
         data, updates = _canonical_bool(data), _canonical_bool(updates)
     if request.n_updates == 0:
-        copied = empty_aligned(request.shape, data.dtype)
-        np.copyto(copied, data)
-        return copied
+        if out is not data:
+            np.copyto(out, data)
+        return out if dtype == data.dtype else out.astype(data.dtype)
     storage = _storage(family, dtype, request.reduction)
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     choose = partial(
@@ -303,12 +392,19 @@ def scatter_elements(request: ScatterRequest) -> Array:
         regroupable=_regroupable(family, request.reduction, dtype),
     )
     plan = choose(constant_rows=partial(_constant_rows, request.indices, axis))
-    out = empty_aligned(shape, dtype)  # aligned: JAX takes it without a copy
-    copy = _fused_copy(plan, request, _kernel_ready(data, dtype))
-    arrays = _kernel_arrays(request, data, updates, out, storage, copy)
+    index_dtype = _native(request.indices.dtype)
+    idx = _input(request.indices, index_dtype, index_dtype)
+    copy = out is not data and _fused_copy(plan, request, _kernel_ready(data, dtype))
+    checked = out is not request.out or _writes_after_bounds(plan, copy, out is data)
+    if not checked:
+        check_before_writing(idx, request)
+    arrays = _kernel_arrays(request, data, updates, out, storage, copy, idx)
     bad = _launch(request, plan, arrays, family, copy)
     if plan.strategy == _plan.Strategy.ROWS and (bad == _plan.NOT_CONSTANT).any():
         # Some row is not constant after all; ``out`` already holds its copy of data.
+        # The first pass stopped at that row: the indices past it are not checked yet.
+        if not checked:
+            check_before_writing(idx, request)
         bad = _launch(request, choose(constant_rows=False), arrays, family, False)
     _raise_first_bad(bad, request)
     return out if dtype == data.dtype else out.astype(data.dtype)

@@ -83,6 +83,11 @@ def gather_kernel(width: int) -> Any:
     return _load(key, "._gather_kernel", "gather_kernel", width)
 
 
+def pass_kernel(name: str) -> Any:
+    """A parallel pass run before a kernel (``_passes.index_range``, ``_passes.copy_words``)."""
+    return _load(("pass", name), "._passes", "kernel", name)
+
+
 def launch(kernel: Any, *args: Any) -> Any:
     """Run ``kernel(*args)``: one process at a time where the call may compile, and one
     thread at a time while the threading layer may be ``workqueue``."""

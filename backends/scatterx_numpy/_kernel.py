@@ -147,10 +147,37 @@ def _copy(data: Array, native: np.dtype[Any]) -> Array:
     return out
 
 
+def _writes_into(out: Array | None, native: np.dtype[Any]) -> bool:
+    """Whether the result can be made in ``out`` itself: C-ordered, native, and of a dtype
+    scattered as it is (bool and StringDType work on a converted copy)."""
+    return (
+        out is not None
+        and out.flags.c_contiguous
+        and out.dtype == native
+        and native.kind not in "Tb"
+    )
+
+
+def _scatter_into(request: ScatterRequest, out: Array) -> Array:
+    """Compute ``request`` in its ``out``: positions (and bounds) first, so that ``out`` is
+    untouched when an index is out of bounds; then data's copy, unless ``out`` is data."""
+    count = request.indices.size
+    flat = flat_positions(request.indices, out.shape, request.axis, count) if count else None
+    if out is not request.data:
+        np.copyto(out, request.data)
+    if flat is not None:
+        _apply(out, flat, request.updates, request.reduction, out.dtype)
+    return out
+
+
 def scatter_elements(request: ScatterRequest) -> Array:
-    """Compute ``request`` on NumPy arrays; ``data``, ``indices``, ``updates`` stay untouched."""
+    """Compute ``request`` on NumPy arrays; ``data``, ``indices``, ``updates`` stay untouched
+    (but for ``data`` given as ``out``), and a new array is returned unless ``out`` is given
+    in a form written directly."""
     data: Array = request.data
     native = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
+    if _writes_into(request.out, native):
+        return _scatter_into(request, request.out)
     if native.kind in "Tb":
         out, updates = _working_copy(data, native), _working_copy(request.updates, native)
     elif native is data.dtype and data.nbytes < ALIGNED_FROM_BYTES:  # the small call's way

@@ -15,6 +15,7 @@ from ._request import GatherRequest, Request
 from ._select import Choice, Decision, choose, explain_request
 from ._validate import normalise
 from ._validate_gather import normalise_gather
+from ._validate_out import settled
 
 
 def scatter_elements(
@@ -25,6 +26,7 @@ def scatter_elements(
     *,
     axis: int = 0,
     reduction: str = "none",
+    out: Any = None,
     backend: str | Sequence[str] | None = None,
 ) -> Any:
     """ONNX ScatterElements (opset 18): a copy of ``data`` with ``updates`` scattered in.
@@ -47,6 +49,12 @@ def scatter_elements(
     reduction : {"none", "add", "mul", "max", "min"}, optional
         How an update meets the value already there. ``"none"``: the last update in C
         order wins.
+    out : array, optional
+        Where to write the result: writable, of the library, device, shape and dtype of
+        ``data``, overlapping no input, or ``data`` itself to update it in place (as
+        ``np.put_along_axis`` and ``Tensor.scatter_`` do). NumPy, CuPy and torch arrays
+        (and other DLPack arrays of CPU or CUDA memory); not JAX or Dask arrays. Left
+        exactly as it was when the call raises.
     backend : str or sequence of str, optional
         The backend(s) to use, tried in order; wins over ``use_backend``,
         ``set_backend`` and ``SCATTERX_BACKEND``.
@@ -54,7 +62,8 @@ def scatter_elements(
     Returns
     -------
     array
-        A new array of the library, device, dtype and shape of ``data``.
+        A new array of the library, device, dtype and shape of ``data``; ``out`` itself
+        where given.
 
     Raises
     ------
@@ -76,7 +85,21 @@ def scatter_elements(
     >>> scatterx.scatter_elements(np.ones(4), np.array([1, 1, -1]), np.array([2.0, 3.0, 4.0]),
     ...                           reduction="mul")
     array([1., 6., 1., 4.])
+
+    In place:
+
+    >>> counts = np.zeros(3, dtype=np.int64)
+    >>> _ = scatterx.scatter_elements(counts, np.array([2, 0, 2]), np.ones(3, np.int64),
+    ...                               reduction="add", out=counts)
+    >>> counts
+    array([1, 0, 2])
     """
+    if out is not None:
+        if _torch_grad.compiling():
+            return _torch_grad.eager(scatter_elements)(
+                data, indices, updates, axis=axis, reduction=reduction, out=out, backend=backend
+            )
+        return _into(normalise(data, indices, updates, axis, reduction, out), out, backend)
     if type(data) is not np.ndarray:
         return _scatter_elements_routed(data, indices, updates, axis, reduction, backend)
     # NumPy data: the indices and updates join it, or the checks refuse them; no route.
@@ -107,7 +130,13 @@ def _scatter_elements_routed(
 
 
 def gather_elements(
-    data: Any, indices: Any, /, *, axis: int = 0, backend: str | Sequence[str] | None = None
+    data: Any,
+    indices: Any,
+    /,
+    *,
+    axis: int = 0,
+    out: Any = None,
+    backend: str | Sequence[str] | None = None,
 ) -> Any:
     """ONNX GatherElements (opset 13): the elements of ``data`` that ``indices`` point at.
 
@@ -123,6 +152,10 @@ def gather_elements(
         Same rank as ``data``; no longer than ``data`` on every dimension but ``axis``.
     axis : int, optional
         The axis that ``indices`` index; negative counts from the end.
+    out : array, optional
+        Where to write the result: writable, of the shape of ``indices`` and the library,
+        device and dtype of ``data``, overlapping neither input (as for
+        :func:`scatter_elements`). Left exactly as it was when the call raises.
     backend : str or sequence of str, optional
         The backend(s) to use, tried in order; wins over ``use_backend``,
         ``set_backend`` and ``SCATTERX_BACKEND``.
@@ -131,7 +164,7 @@ def gather_elements(
     -------
     array
         A new array of the shape of ``indices``, and of the library, device and dtype of
-        ``data``.
+        ``data``; ``out`` itself where given.
 
     Raises
     ------
@@ -150,6 +183,12 @@ def gather_elements(
     >>> scatterx.gather_elements(np.array([10.0, 20.0, 30.0]), np.array([-1, 0, 0]))
     array([30., 10., 10.])
     """
+    if out is not None:
+        if _torch_grad.compiling():
+            return _torch_grad.eager(gather_elements)(
+                data, indices, axis=axis, out=out, backend=backend
+            )
+        return _into(normalise_gather(data, indices, axis, out), out, backend)
     if type(data) is not np.ndarray:
         return _gather_elements_routed(data, indices, axis, backend)
     request = normalise_gather(data, indices, axis)
@@ -168,8 +207,29 @@ def _gather_elements_routed(data: Any, indices: Any, axis: Any, backend: Any) ->
     return run_chosen(choose(request, backend), request)
 
 
+def _into(request: Request, out: Any, backend: Any) -> Any:
+    """The call of ``request`` with ``out=`` (contract section 7): the result written into
+    ``out``, which is returned; ``out`` untouched when the call raises."""
+    # JAX arrays and tracers were refused as ``out`` by the checks: none reaches here.
+    if _torch_grad.records(request):
+        if _torch_grad.grad_enabled():
+            msg = (
+                "out= cannot be used where autograd records the call (a tensor requires "
+                "grad and grad mode is on): autograd does not see writes into out; use the "
+                "tensor the call returns, or call under torch.no_grad()"
+            )
+            raise TypeError(msg)
+        request = _torch_grad.detached(request)
+    run_chosen(choose(request, backend), request)
+    return out
+
+
 def run_chosen(choice: Choice, request: Request) -> Any:
-    """Run ``request`` on the backend chosen, natively or by its DLPack route."""
+    """Run ``request`` on the backend chosen, natively or by its DLPack route.
+
+    With ``out``, the result is in ``out`` (the carried ``out``, for a route) and the
+    caller returns its own ``out``.
+    """
     chosen, route = choice
     if route is None:
         return _run(chosen, request)
@@ -180,9 +240,24 @@ def run_chosen(choice: Choice, request: Request) -> Any:
 
 
 def _run(backend: Any, request: Request) -> Any:
+    if request.out is not None:
+        return _run_into(backend, settled(request))
     if isinstance(request, GatherRequest):
         return backend.gather_elements(request)
     return backend.scatter_elements(request)
+
+
+def _run_into(backend: Any, request: Request) -> Any:
+    """Run ``request`` and make sure its result is in ``out``: a backend that returned a
+    new array (or cannot write into ``out``) has it copied there, after it succeeded."""
+    if isinstance(request, GatherRequest):
+        result = backend.gather_elements(request)
+    else:
+        result = backend.scatter_elements(request)
+    out = request.out
+    if result is not out:
+        out[...] = result
+    return out
 
 
 def carried_early(data: Any, indices: Any, updates: Any) -> tuple[Library, tuple[Any, ...]] | None:

@@ -33,6 +33,13 @@ class ScatterRequest(NamedTuple):
         The call's metadata (array type, dtypes, shapes, axis, reduction, device) as one
         hashable value, or None when some part cannot be hashed: what automatic choices
         are remembered by. Equal keys mean equal metadata.
+    out
+        None, or the array to write the result into (contract section 7): checked to have
+        the library, device, shape and dtype of ``data``, writable and overlapping no other
+        input. A backend gets ``out`` *as* ``data`` (the same object) for an update in
+        place. A backend that writes the result into ``out`` returns ``out``; one that
+        returns another array leaves the front-end to copy it into ``out``. Either way
+        ``out`` must be left exactly as it was when the call raises.
     """
 
     data: Any
@@ -44,6 +51,7 @@ class ScatterRequest(NamedTuple):
     dtype_key: str
     device: Any
     key: Hashable | None
+    out: Any = None
 
     @property
     def operation(self) -> str:
@@ -77,8 +85,10 @@ class ScatterRequest(NamedTuple):
 
     @property
     def arrays(self) -> tuple[Any, ...]:
-        """The request's arrays: data, indices and updates."""
-        return self.data, self.indices, self.updates
+        """The request's arrays: data, indices and updates, and ``out`` where given."""
+        if self.out is None:
+            return self.data, self.indices, self.updates
+        return self.data, self.indices, self.updates, self.out
 
     def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> ScatterRequest:
         """Return this request on other arrays: the same values, carried or stand-ins.
@@ -86,7 +96,8 @@ class ScatterRequest(NamedTuple):
         Parameters
         ----------
         arrays : tuple of array
-            The new data, indices and updates, in that order.
+            The new data, indices and updates, in that order, and ``out`` where the
+            request has one.
         array_type : str
             Their type, ``"module:qualname"``.
         device : object
@@ -97,9 +108,14 @@ class ScatterRequest(NamedTuple):
         ScatterRequest
             The request with those arrays; the axis, dtype key and key unchanged.
         """
-        data, indices, updates = arrays
+        data, indices, updates, *out = arrays
         return self._replace(
-            data=data, indices=indices, updates=updates, array_type=array_type, device=device
+            data=data,
+            indices=indices,
+            updates=updates,
+            array_type=array_type,
+            device=device,
+            out=out[0] if out else None,
         )
 
 
@@ -118,6 +134,10 @@ class GatherRequest(NamedTuple):
         The axis, non-negative.
     array_type, dtype_key, device, key
         As for :class:`ScatterRequest`; ``key`` is never equal to a scatter's key.
+    out
+        None, or the array to write the result into: of the library, device and dtype of
+        ``data`` and the shape of ``indices``, writable, overlapping neither input. As for
+        :class:`ScatterRequest`, a backend returns ``out`` when it wrote into it.
     """
 
     data: Any
@@ -127,6 +147,7 @@ class GatherRequest(NamedTuple):
     dtype_key: str
     device: Any
     key: Hashable | None
+    out: Any = None
 
     @property
     def operation(self) -> str:
@@ -155,8 +176,10 @@ class GatherRequest(NamedTuple):
 
     @property
     def arrays(self) -> tuple[Any, ...]:
-        """The request's arrays: data and indices."""
-        return self.data, self.indices
+        """The request's arrays: data and indices, and ``out`` where given."""
+        if self.out is None:
+            return self.data, self.indices
+        return self.data, self.indices, self.out
 
     def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> GatherRequest:
         """Return this request on other arrays: the same values, carried or stand-ins.
@@ -164,7 +187,8 @@ class GatherRequest(NamedTuple):
         Parameters
         ----------
         arrays : tuple of array
-            The new data and indices, in that order.
+            The new data and indices, in that order, and ``out`` where the request has
+            one.
         array_type : str
             Their type, ``"module:qualname"``.
         device : object
@@ -175,8 +199,14 @@ class GatherRequest(NamedTuple):
         GatherRequest
             The request with those arrays; the axis, dtype key and key unchanged.
         """
-        data, indices = arrays
-        return self._replace(data=data, indices=indices, array_type=array_type, device=device)
+        data, indices, *out = arrays
+        return self._replace(
+            data=data,
+            indices=indices,
+            array_type=array_type,
+            device=device,
+            out=out[0] if out else None,
+        )
 
 
 #: Either request: what selection, routes and traces handle alike.

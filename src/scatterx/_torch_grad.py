@@ -34,6 +34,13 @@ def records(request: Request) -> bool:
     return bool(request.data.requires_grad or request.updates.requires_grad)
 
 
+def grad_enabled() -> bool:
+    """Whether torch's grad mode is on (in this thread)."""
+    import torch
+
+    return bool(torch.is_grad_enabled())
+
+
 def detached(request: Request) -> Request:
     """``request`` on detached tensors: what the recorded call's forward runs."""
     arrays = tuple(array.detach() for array in request.arrays)

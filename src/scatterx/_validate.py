@@ -13,6 +13,7 @@ import numpy as np
 from ._dtypes import DTYPE_KEYS, REDUCTIONS, dtype_key, why_reduction_undefined
 from ._interop import library_of
 from ._request import ScatterRequest
+from ._validate_out import check_out
 
 _INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
@@ -255,13 +256,16 @@ def gather_dtype_key(kind: str, data_dtype: Any, index_dtype: Any) -> str:
     return data_key(data_dtype)
 
 
-def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
-    """Check a call against contract.md section 4 and build its request.
+def normalise(
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any = None
+) -> ScatterRequest:
+    """Check a call against contract.md section 4 (and ``out`` against section 7) and build
+    its request.
 
     Raises the contract's ValueError or TypeError; never reads index values (but for the
     strings of object and StringDType arrays). The checks of a call of three arrays of one
     library depend on their metadata alone, so they are remembered by it: that metadata is
-    the request's ``key``.
+    the request's ``key``. ``out`` plays no part in the key: no backend's choice depends on it.
     """
     if type(data) is type(indices) is type(updates) is np.ndarray:
         request = _request(data, indices, updates, axis, reduction, _ON_CPU, "numpy:ndarray")
@@ -279,6 +283,8 @@ def normalise(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     if request.dtype_key in STRING_KEYS:
         check_string_values(request.data, "data")
         check_string_values(request.updates, "updates")
+    if out is not None:
+        request = request._replace(out=check_out(out, request.data, request.shape, "data"))
     return request
 
 

@@ -26,14 +26,16 @@ from ._validate import (
     prepared,
     type_name,
 )
+from ._validate_out import check_out
 
 _ON_CPU = ("cpu", "cpu")
 #: Marks a gather's metadata: no gather's key equals a scatter's.
 GATHER = "gather_elements"
 
 
-def normalise_gather(data: Any, indices: Any, axis: Any) -> GatherRequest:
-    """Check a gather against contract.md section 10 and build its request.
+def normalise_gather(data: Any, indices: Any, axis: Any, out: Any = None) -> GatherRequest:
+    """Check a gather against contract.md section 10 (and ``out`` against section 7) and
+    build its request.
 
     Raises the contract's ValueError or TypeError; never reads index values.
     """
@@ -49,6 +51,8 @@ def normalise_gather(data: Any, indices: Any, axis: Any) -> GatherRequest:
             request = _validate(data, indices, axis)
     if request.dtype_key in STRING_KEYS:
         check_string_values(request.data, "data")
+    if out is not None:
+        request = request._replace(out=check_out(out, request.data, request.index_shape, "indices"))
     return request
 
 

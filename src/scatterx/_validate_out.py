@@ -1,0 +1,174 @@
+"""The checks of ``out=`` (contract.md section 7): metadata first, memory at run time.
+
+:func:`check_out` runs with the call's other checks, before a backend is chosen: the
+library, device, shape and dtype of ``out``. :func:`settled` runs on the arrays a backend
+receives (NumPy's or CuPy's, after any DLPack route), just before it runs: whether ``out``
+is writable, whether it overlaps an input, and whether it *is* ``data`` (an update in
+place), which the backend then sees as ``request.out is request.data``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from ._request import GatherRequest, Request
+
+#: Libraries whose arrays cannot be written into, and why.
+_IMMUTABLE = {
+    "jax": "JAX arrays are immutable",
+    "dask": "Dask arrays are lazy: nothing exists to write into until they are computed",
+}
+
+
+def check_out(out: Any, data: Any, shape: tuple[int, ...], what: str) -> Any:
+    """Check ``out`` against ``data`` (contract section 7); return it as an array.
+
+    ``shape`` is the shape the result has, ``what`` says whose shape that is.
+    """
+    from ._validate import _library, _numpy_dtype, type_name
+
+    if isinstance(out, np.ndarray):
+        _refuse_masked(out)
+        out = np.asarray(out)  # a subclass (np.memmap) as a view of its memory
+    elif not hasattr(out, "shape") or not hasattr(out, "dtype"):
+        msg = f"out must be an array to write the result into; got {type(out).__name__}"
+        raise TypeError(msg)
+    library = _library(out)
+    if library in _IMMUTABLE:
+        msg = (
+            f"out= cannot be a {type_name(type(out))}: {_IMMUTABLE[library]}; "
+            "use the array the call returns"
+        )
+        raise TypeError(msg)
+    if library != _library(data):
+        msg = (
+            f"out must come from the array library of data; got out: {type_name(type(out))}, "
+            f"data: {type_name(type(data))}"
+        )
+        raise TypeError(msg)
+    _check_device(out, data)
+    if tuple(out.shape) != shape:
+        msg = f"out must have the shape of {what}, {shape}; got {tuple(out.shape)}"
+        raise ValueError(msg)
+    if _numpy_dtype(out.dtype, "out") != _numpy_dtype(data.dtype, "data"):
+        msg = f"out must have the dtype of data, {data.dtype} (no casting); got {out.dtype}"
+        raise TypeError(msg)
+    _check_torch_flags(out)
+    return out
+
+
+def _refuse_masked(out: Any) -> None:
+    masked = sys.modules.get("numpy.ma")
+    if masked is not None and isinstance(out, masked.MaskedArray):
+        msg = "out is a numpy.ma.MaskedArray: scatterx does not apply masks; pass out.data"
+        raise TypeError(msg)
+
+
+def _check_device(out: Any, data: Any) -> None:
+    from ._validate import _device
+
+    out_device, data_device = _device(out), _device(data)
+    if out_device != data_device:
+        msg = f"out must be on the device of data; got out: {out_device}, data: {data_device}"
+        raise TypeError(msg)
+
+
+def _check_torch_flags(out: Any) -> None:
+    """A torch ``out`` that requires grad (autograd would not see the write), or whose lazy
+    conjugate or negative bit is set (the write would go to a resolved copy)."""
+    if type(out).__module__.partition(".")[0] != "torch":
+        return
+    if out.requires_grad:
+        msg = (
+            "out requires grad: autograd does not see writes into out; use the tensor the "
+            "call returns, or pass out.detach() to write into its memory unrecorded"
+        )
+        raise TypeError(msg)
+    if out.is_conj() or out.is_neg():
+        msg = (
+            "out has its conjugate or negative bit set (a lazy view): the result cannot be "
+            "written into it; pass out.resolve_conj().resolve_neg() and use that tensor"
+        )
+        raise ValueError(msg)
+
+
+def settled(request: Request) -> Request:
+    """``request`` with ``out`` checked against the inputs' memory, just before a backend runs.
+
+    Raises ValueError for a read-only ``out``, and for one that overlaps ``indices`` or
+    ``updates``, or ``data`` without being exactly ``data``. An ``out`` that is exactly
+    ``data`` (the same memory, shape and strides) comes back as ``data`` itself. Arrays of
+    types other than NumPy's and CuPy's are left to their backend.
+    """
+    out = request.out
+    module = _memory_module(out)
+    if module is None:
+        return request
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        msg = "out is read-only: scatterx writes the result into it"
+        raise ValueError(msg)
+    data = request.data
+    if isinstance(request, GatherRequest):
+        others = {"data": data, "indices": request.indices}
+    else:
+        if out is not data and _same_view(module, out, data):
+            request = request._replace(out=data)
+        others = {"indices": request.indices, "updates": request.updates}
+        if request.out is not data:
+            others["data"] = data
+    for role, array in others.items():
+        if _overlap(module, out, array):
+            msg = (
+                f"out overlaps {role}: scatterx would read what it has written; "
+                + ("pass out=data to update data in place, or " if role == "data" else "")
+                + "pass an array of its own"
+            )
+            raise ValueError(msg)
+    return request
+
+
+def _memory_module(array: Any) -> Any:
+    """NumPy or CuPy, the module whose functions tell ``array``'s memory; else None."""
+    if isinstance(array, np.ndarray):
+        return np
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and isinstance(array, cupy.ndarray):
+        return cupy
+    return None
+
+
+def _address(module: Any, array: Any) -> int:
+    if module is np:
+        return int(array.__array_interface__["data"][0])
+    return int(array.data.ptr)
+
+
+def _same_view(module: Any, out: Any, data: Any) -> bool:
+    """Whether ``out`` is exactly ``data``: one address, shape, strides and dtype."""
+    return bool(
+        type(data) is type(out)
+        and _address(module, out) == _address(module, data)
+        and out.shape == data.shape
+        and out.strides == data.strides
+        and out.dtype == data.dtype
+    )
+
+
+#: How much work NumPy may spend proving two strided arrays share no element.
+_MAX_WORK = 1 << 16
+
+
+def _overlap(module: Any, out: Any, array: Any) -> bool:
+    """Whether ``out`` and ``array`` share an element (when that is too hard to tell:
+    yes)."""
+    if type(array) is not type(out) or not module.may_share_memory(out, array):
+        return False
+    if module is not np:
+        return bool(module.shares_memory(out, array))
+    try:
+        return bool(module.shares_memory(out, array, max_work=_MAX_WORK))
+    except np.exceptions.TooHardError:
+        return True
