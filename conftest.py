@@ -11,6 +11,7 @@ import ast
 import doctest
 import functools
 import importlib.util
+import os
 import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -19,6 +20,13 @@ import pytest
 
 import scatterx
 from scatterx.testing import scoped_registry
+
+# Tests check which backend runs a call. With numba compiling in the background (its
+# default: see docs/backends/numba.md), the first call of each kind in a process would run
+# on numpy instead, depending on what the tests before it compiled. So every test, and
+# every process a test starts, waits for numba's compiles; tests/test_numba_background.py
+# asks for the background in processes of its own.
+os.environ["SCATTERX_NUMBA_COMPILE"] = "wait"
 
 ROOT = Path(__file__).parent
 # Code whose modules are imported only to find their examples; tests/ skips for itself.

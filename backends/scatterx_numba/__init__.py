@@ -1,7 +1,9 @@
 """The numba backend: parallel, deterministic CPU kernels for NumPy arrays.
 
 Importing this module does not import numba; the kernels are compiled (or loaded from
-numba's on-disk cache) on first use, one signature at a time.
+numba's on-disk cache) on first use, one signature at a time. In automatic choice a call
+whose code is not loaded yet runs on numpy while a background thread loads it
+(:func:`set_compile_mode` and ``SCATTERX_NUMBA_COMPILE=wait`` make it wait instead).
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from scatterx.backend import (
 )
 
 from . import _runtime
+from ._background import compile_mode, set_compile_mode
+
+__all__ = ["SMALL_CALL_UPDATES", "backend", "compile_mode", "set_compile_mode"]
 
 #: Calls with fewer updates than this go to numpy in automatic choice: a parallel launch
 #: has a fixed cost that small calls do not repay (the crossover measurement is in
@@ -78,7 +83,9 @@ class NumbaBackend(NumpyArrays):
                 f"{request.n_indices} {what}: below {SMALL_CALL_UPDATES} numpy is faster "
                 "than a parallel launch"
             )
-        return None
+        from ._background import compiling
+
+        return compiling(request)
 
     def scatter_elements(self, request: ScatterRequest) -> np.ndarray[Any, Any]:
         from ._run import scatter_elements

@@ -117,6 +117,24 @@ def kinds(value: Any) -> Any:
 _launched: set[tuple[int, Any]] = set()
 
 
+def load_code(kernel: Any, *args: Any) -> None:
+    """Load ``kernel``'s code for arguments of the kinds of ``args`` (stand-ins: see
+    ``_needs``) from numba's cache, or compile it, without running it.
+
+    In turn with other processes, as a first launch; a later launch of arguments of these
+    kinds then neither compiles nor takes the turn. numba's compiler lock keeps two
+    threads from compiling one signature twice.
+    """
+    key = (id(kernel), kinds(args))
+    if key in _launched:
+        return
+    numba: Any = importlib.import_module("numba")
+    signature = tuple(numba.typeof(arg) for arg in args)
+    with between_processes():
+        kernel.compile(signature)
+    _launched.add(key)
+
+
 def _launch(kernel: Any, *args: Any) -> Any:
     global _unguarded
     if _unguarded:
@@ -163,6 +181,12 @@ def num_threads() -> int:
     return int(numba.get_num_threads())
 
 
+def loaded_num_threads() -> int | None:
+    """:func:`num_threads` once a kernel is made here (numba is imported), else None:
+    asking then would import numba."""
+    return num_threads() if _found else None
+
+
 # ---- fork ---------------------------------------------------------------------------
 # A forked child inherits numba's threading layer in the state the parent left it. GNU
 # OpenMP cannot start its threads again in a child: numba terminates the child at its
@@ -194,6 +218,12 @@ def _inherited_layer_problem() -> str | None:
         "backend serves it. To keep numba in child processes, start them with the "
         "'forkserver' or 'spawn' method, or set NUMBA_THREADING_LAYER=workqueue (or tbb)"
     )
+
+
+def refuse_after_fork(reason: str) -> None:
+    """In a forked child: numba's kernels cannot run in this process, for ``reason``."""
+    global _fork_problem
+    _fork_problem = _fork_problem or reason
 
 
 def _after_fork_in_child() -> None:

@@ -24,7 +24,8 @@ class Backend(Protocol):
     request's metadata (array type, dtypes, shapes, axis, reduction, device), never at
     values: automatic choices are remembered by that metadata (``request.key``).
     Optional members have protocols of their own: :class:`GathersElements`,
-    :class:`SkipsAutomatic` and :class:`ConvertsArrays`.
+    :class:`SkipsAutomatic` (whose reasons may be a :class:`TransientReason`) and
+    :class:`ConvertsArrays`.
     """
 
     # Read-only members: a class attribute, an instance attribute or a property will do.
@@ -89,12 +90,30 @@ class Backend(Protocol):
         ...
 
 
+class TransientReason(str):
+    """A reason to pass a call over that holds for now only (code still compiling, say).
+
+    Automatic choice remembers the backend it picks for a call's metadata (``request.key``)
+    and picks it again without asking; a choice made past a backend that gave a
+    TransientReason is not remembered, so that backend is asked again at the next call.
+
+    Examples
+    --------
+    >>> from scatterx.backend import TransientReason
+    >>> why = TransientReason("compiling float32 add kernels in the background")
+    >>> isinstance(why, str), why
+    (True, 'compiling float32 add kernels in the background')
+    """
+
+    __slots__ = ()
+
+
 @runtime_checkable
 class SkipsAutomatic(Protocol):
     """A backend that passes some calls over in *automatic* choice only.
 
     A backend named explicitly still runs them (for instance: too small to be worth a
-    parallel launch).
+    parallel launch, or its code still compiling in the background).
     """
 
     def skip_automatic(self, request: Request) -> str | None:
@@ -108,7 +127,9 @@ class SkipsAutomatic(Protocol):
         Returns
         -------
         str or None
-            The reason to pass it over, or None.
+            The reason to pass it over, or None. A :class:`TransientReason` when it may
+            not hold at the next call of the same metadata (the choice made past it is
+            not remembered); a plain ``str`` holds for every call of that metadata.
         """
         ...
 

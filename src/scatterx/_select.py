@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ._errors import BackendError
 from ._interop import Route, route_for
-from ._protocol import Backend, GathersElements, SkipsAutomatic
+from ._protocol import Backend, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import Registry, current, registered, serves
 from ._request import GatherRequest, Request
 
@@ -165,32 +165,40 @@ def _automatic(request: Request) -> Choice | None:
 
     Backends serving the array type natively come first; then, through a DLPack route,
     those serving the carrier type. Remembered by ``request.key``: the metadata that is all
-    that ``can_run`` and ``skip_automatic`` may look at (see :class:`scatterx.backend.Backend`).
+    that ``can_run`` and ``skip_automatic`` may look at (see :class:`scatterx.backend.Backend`),
+    unless a backend before it passed the call over for a
+    :class:`~scatterx.backend.TransientReason`: that one is asked again next time.
     """
     registry = current()
     key = request.key
     found = None if key is None else registry.choices.get(key)
     if found is None:
-        found = _first_automatic(registry, request)
-        if key is not None and found is not None:
+        found, lasting = _first_automatic(registry, request)
+        if key is not None and found is not None and lasting:
             registry.remember(key, found)
     return found
 
 
-def _first_automatic(registry: Registry, request: Request) -> Choice | None:
+def _first_automatic(registry: Registry, request: Request) -> tuple[Choice | None, bool]:
+    """The choice of :func:`_automatic`, and whether it may be remembered."""
+    lasting = True
     for backend in registry.serving_type(request.data):
-        if _why_not_served(backend, request, automatic=True) is None:
-            return backend, None
+        why = _why_not_served(backend, request, automatic=True)
+        if why is None:
+            return (backend, None), lasting
+        lasting = lasting and not isinstance(why, TransientReason)
     route = route_for(request)
     if not isinstance(route, Route):
-        return None
+        return None, lasting
     carried = _carried(route, request)
     if isinstance(carried, str):
-        return None
+        return None, lasting
     for backend in registry.serving_type(carried.data):
-        if _why_not_served(backend, carried, automatic=True) is None:
-            return backend, route
-    return None
+        why = _why_not_served(backend, carried, automatic=True)
+        if why is None:
+            return (backend, route), lasting
+        lasting = lasting and not isinstance(why, TransientReason)
+    return None, lasting
 
 
 Names = tuple[str, ...]

@@ -27,7 +27,7 @@ import numpy as np
 
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError, out_of_bounds_error
-from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic
+from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import register_backend
 from ._request import GatherRequest, Request, ScatterRequest
 
@@ -46,6 +46,7 @@ __all__ = [
     "Request",
     "ScatterRequest",
     "SkipsAutomatic",
+    "TransientReason",
     "block_call",
     "block_gather",
     "dtype_key",
