@@ -86,7 +86,7 @@ def test_bench_numpy_and_a_library_print_both_tables(
     argv += ["--reduction", "add", "--size", str(TINY), "--repeat", "1", "--backend", "numpy"]
     assert bench_main([*argv, "--small-calls", "0"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split()[:4] == ["case", "red", "copy-floor", "numpy"]
+    assert out.splitlines()[0].split()[:5] == ["case", "red", "mode", "copy-floor", "numpy"]
     assert "scatterx on torch arrays against the same call on NumPy arrays" in out
     assert "3x3" not in out  # --small-calls 0
 

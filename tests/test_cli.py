@@ -20,6 +20,8 @@ from _subprocess import run_python
 from scatterx._bench.cases import (
     CASE_NAMES,
     CPU_PEERS,
+    IN_PLACE_NOTES,
+    MODES,
     SIZES,
     BenchCase,
     Unavailable,
@@ -165,7 +167,7 @@ CONTESTANTS = ("numpy", *CPU_PEERS)  # numba left out: its compiles would domina
 def test_bench_help_names_the_options() -> None:
     result = _run("bench", "--help")
     assert result.returncode == 0, result.stderr
-    for option in ("--case", "--reduction", "--size", "--json", "--plot"):
+    for option in ("--case", "--reduction", "--mode", "--size", "--json", "--plot"):
         assert option in result.stdout
 
 
@@ -177,7 +179,7 @@ def test_import_scatterx_leaves_the_bench_alone() -> None:
     assert run_python(code).strip() == "[]"
 
 
-def test_bench_runs_and_prints_a_row_per_case_and_reduction(
+def test_bench_runs_and_prints_a_row_per_case_reduction_and_mode(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     record = tmp_path / "run.json"
@@ -185,13 +187,39 @@ def test_bench_runs_and_prints_a_row_per_case_and_reduction(
     argv += ["--size", str(TINY), "--repeat", "1", "--backend", "numpy", "--json", str(record)]
     assert bench_main(argv) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split()[:4] == ["case", "red", "copy-floor", "numpy"]
-    assert [line.split()[:2] for line in table[1:3]] == [
-        ["last-axis-sparse", "add"],
-        ["last-axis-sparse", "max"],
+    assert table[0].split()[:5] == ["case", "red", "mode", "copy-floor", "numpy"]
+    # Both modes by default, each row with its cells: one run gives the whole table.
+    assert [line.split()[:3] for line in table[1:5]] == [
+        ["last-axis-sparse", "add", "new"],
+        ["last-axis-sparse", "add", "in-place"],
+        ["last-axis-sparse", "max", "new"],
+        ["last-axis-sparse", "max", "in-place"],
     ]
+    # A cell in every column ("numba vs fastest peer" is one cell, "-" without numba).
+    assert all(len(line.split()) == len(table[0].split()) - 3 for line in table[1:5])
+    assert any("onnxruntime cannot write into its input" in line for line in table)
     saved = json.loads(record.read_text(encoding="utf-8"))
-    assert [row["reduction"] for row in saved["rows"]] == ["add", "max"]
+    assert [(row["reduction"], row["mode"]) for row in saved["rows"]] == [
+        ("add", "new"),
+        ("add", "in-place"),
+        ("max", "new"),
+        ("max", "in-place"),
+    ]
+    assert saved["modes"] == list(MODES)
+    assert saved["notes"] == list(IN_PLACE_NOTES)
+
+
+def test_bench_mode_chooses_the_rows(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    record = tmp_path / "run.json"
+    argv = ["--case", "1d-histogram", "--reduction", "add", "--mode", "new"]
+    argv += ["--size", str(TINY), "--repeat", "1", "--backend", "numpy", "--json", str(record)]
+    assert bench_main(argv) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [line.split()[:3] for line in table[1:2]] == [["1d-histogram", "add", "new"]]
+    assert not any("in-place" in line for line in table)
+    assert not any("onnxruntime cannot write" in line for line in table)  # no in-place notes
+    saved = json.loads(record.read_text(encoding="utf-8"))
+    assert (saved["modes"], saved["notes"]) == (["new"], [])
 
 
 def test_bench_without_the_peers_runs_the_rest_and_names_the_install(
@@ -206,7 +234,7 @@ def test_bench_without_the_peers_runs_the_rest_and_names_the_install(
     assert "skipped onnxruntime: onnxruntime is not installed (pip install 'scatterx[bench]')" in (
         out.err
     )
-    assert out.out.splitlines()[0].split()[2:5] == ["copy-floor", "numpy", "numpy-peer"]
+    assert out.out.splitlines()[0].split()[3:6] == ["copy-floor", "numpy", "numpy-peer"]
 
 
 def test_bench_plot_without_matplotlib_stops_before_timing(

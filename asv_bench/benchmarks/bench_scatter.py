@@ -1,4 +1,9 @@
-"""Time and memory of one call: every implementation x reduction x standard case x size."""
+"""Time and memory of one call: every implementation x reduction x standard case x size.
+
+:class:`Scatter` times calls that return a new array, :class:`ScatterInPlace` calls that
+update data in place (``out=data`` and the peers' in-place calls; ``scatterx._bench.cases``
+says what each contestant does there).
+"""
 
 from __future__ import annotations
 
@@ -35,6 +40,24 @@ class Scatter:
 
     def time_scatter_elements(self, impl: str, reduction: str, case: str, size: str) -> None:
         self.run()
+
+
+class ScatterInPlace(Scatter):
+    """:class:`Scatter` updating data in place: every sample's calls update the same array.
+
+    scatterx's backends take ``out=data``, torch ``Tensor.scatter_`` / ``scatter_reduce_``,
+    ``numpy-peer`` ``put_along_axis`` / ``ufunc.at`` on data itself; ``onnxruntime`` runs
+    its usual call (it cannot write into an input; its arena reuses the output's buffers),
+    ``copy-floor`` copies indices and updates only. The reductions of the command's table
+    only, which keeps the quick run of CI short (``python -m scatterx bench --mode in-place
+    --reduction mul`` times the others).
+    """
+
+    params = (list(IMPLEMENTATIONS), ["none", "add", "max"], list(CASE_NAMES), list(SIZES))
+
+    # Scatter's setup stays as it was: a changed one would start its asv history anew.
+    def setup(self, impl: str, reduction: str, case: str, size: str) -> None:
+        self.run = make_call(impl, make_case(case, SIZES[size]), reduction, "in-place")
 
 
 class PeakMemory:

@@ -3,6 +3,8 @@
 ``python -m scatterx bench --json docs/_static/bench.json`` records a run; this writes
 ``generated/bench_table.md`` from it (the command, the machine, the versions and the
 table), which ``performance.md`` includes. The page then shows exactly what was measured.
+A row without a mode (a record made before ``--mode``) is a new-array call; the mode column
+and the notes appear where a run has in-place rows.
 """
 
 from __future__ import annotations
@@ -16,17 +18,23 @@ SOURCE = Path("_static") / "bench.json"
 TARGET = Path("generated") / "bench_table.md"
 
 
-def _speedup(times: dict[str, float], peers: list[str]) -> str:
+def _speedup(times: dict[str, float], peers: list[str]) -> float | None:
     """How many times faster numba is than the fastest peer of this row."""
     measured = [times[p] for p in peers if p in times]
     if "numba" not in times or not measured:
-        return "-"
-    return f"{min(measured) / times['numba']:.2f}x"
+        return None
+    return min(measured) / times["numba"]
+
+
+def _mode(row: dict[str, Any]) -> str:
+    return str(row.get("mode", "new"))
 
 
 def bench_table(data: dict[str, Any]) -> str:
     """The Markdown of the run recorded in ``data``."""
     machine, columns, peers = data["machine"], data["columns"], data.get("peers", [])
+    with_modes = any(_mode(row) != "new" for row in data["rows"])
+    mode_head, mode_rule = ("mode | ", "---|") if with_modes else ("", "")
     versions = ", ".join(f"{name} {version}" for name, version in data["versions"].items())
     lines = [
         "```bash",
@@ -37,27 +45,40 @@ def bench_table(data: dict[str, Any]) -> str:
         f"Model name), {machine['platform']}, Python {machine['python']}. Versions: {versions}.",
         f"Each cell: {data['statistic']}, in {data['unit']}.",
         "",
-        "| case | reduction | " + " | ".join(columns) + " | numba vs fastest peer |",
-        "|---|---|" + "---:|" * (len(columns) + 1),
+        f"| case | reduction | {mode_head}" + " | ".join(columns) + " | numba vs fastest peer |",
+        f"|---|---|{mode_rule}" + "---:|" * (len(columns) + 1),
     ]
-    ratios = []
+    ratios: dict[str, list[float]] = {}
     for row in data["rows"]:
         times = row["times"]
         cells = [f"{times[c]:.2f}" if c in times else "-" for c in columns]
         speedup = _speedup(times, peers)
-        if speedup != "-":
-            ratios.append(float(speedup[:-1]))
+        if speedup is not None:
+            ratios.setdefault(_mode(row), []).append(speedup)
+        mode = f"{_mode(row)} | " if with_modes else ""
+        ratio = "-" if speedup is None else f"{speedup:.2f}x"
         lines.append(
-            f"| {row['case']} | {row['reduction']} | " + " | ".join(cells) + f" | {speedup} |"
+            f"| {row['case']} | {row['reduction']} | {mode}" + " | ".join(cells) + f" | {ratio} |"
         )
-    if ratios:
-        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    summaries = [
+        f"{f'{mode}: ' if with_modes else ''}geometric mean {_geomean(found):.2f}x, "
+        f"lowest {min(found):.2f}x"
+        for mode, found in ratios.items()
+    ]
+    if summaries:
         lines += [
             "",
-            f"numba against the fastest peer of each row: geometric mean {geomean:.2f}x, "
-            f"lowest {min(ratios):.2f}x (peers: {', '.join(peers)}).",
+            f"numba against the fastest peer of each row: {'; '.join(summaries)} "
+            f"(peers: {', '.join(peers)}).",
         ]
+    notes = data.get("notes", []) if with_modes else []
+    if notes:
+        lines += ["", *(f"- {note}." for note in notes)]
     return "\n".join(lines) + "\n"
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _write(app: Any) -> None:

@@ -1,9 +1,11 @@
 """The standard cases of performance.md and every contestant timed on them, for all harnesses.
 
 ``python -m scatterx bench``, the asv suites of ``asv_bench/`` and ``tools/gpu_bench.py``
-build their cases and contestants here only: one case name means the same data everywhere.
-A contestant that cannot run here raises :class:`Unavailable`, a NotImplementedError (asv
-reports it as a skip), whose message says why and what to install.
+build their cases and contestants here only (:func:`make_call`; the peers themselves are in
+:mod:`.peers`): one case name means the same data everywhere. Every contestant runs in each
+of :data:`MODES`: returning a new array, or updating data in place. A contestant that cannot
+run here raises :class:`Unavailable`, a NotImplementedError (asv reports it as a skip),
+whose message says why and what to install.
 """
 
 from __future__ import annotations
@@ -15,8 +17,7 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -24,6 +25,11 @@ from scatterx import BackendError, backends, scatter_elements
 from scatterx._registry import registered
 
 Call = Callable[[], Any]
+#: How a contestant delivers its result: a new array (``"new"``), or written into a data
+#: array of the benchmark's own, call after call (``"in-place"``: scatterx's ``out=data``,
+#: ``Tensor.scatter_``, ``np.put_along_axis``, ``ufunc.at`` on data itself).
+Mode = Literal["new", "in-place"]
+MODES: tuple[Mode, ...] = ("new", "in-place")
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 BACKENDS = ("numpy", "numba", "cupy")
@@ -37,8 +43,21 @@ _INSTALL = {
     "torch": "pip install torch",
     "cupy": "pip install 'scatterx[cupy]'",
 }
-_TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
-_UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+# In place, mul meets its own products call after call: updates within 1/2048 of 1 keep
+# data far from float32's subnormals and infinity for millions of calls (asv's included).
+_NEAR_ONE = 1 / 1024
+
+#: What the in-place cells of a table mean, for the contestants that cannot write there.
+IN_PLACE_NOTES = (
+    "in place: every contestant updates a data array of its own, call after call "
+    "(scatterx's out=data, Tensor.scatter_ and scatter_reduce_, put_along_axis and "
+    "ufunc.at on data itself); mul takes the case's updates brought within 1/2048 of 1, "
+    "so that the products stay normal numbers",
+    "onnxruntime cannot write into its input: its in-place cell is its usual call, whose "
+    "output reuses the buffers of its arena between runs (the fair comparison)",
+    "copy-floor in place copies indices and updates only: an in-place scatter must read "
+    "them, and need not copy data",
+)
 
 
 class Shapes(NamedTuple):
@@ -48,6 +67,9 @@ class Shapes(NamedTuple):
     indices: tuple[int, ...]
     axis: int
     one_id_per_row: bool = False
+    #: The arrays are those of the case in C order, transposed: Fortran order, the axis
+    #: counted from the other end.
+    transposed: bool = False
 
 
 CASES = {
@@ -57,6 +79,12 @@ CASES = {
     "last-axis-sparse": Shapes((8192, 1024), (8192, 64), 1),
 }
 CASE_NAMES = tuple(CASES)
+#: Cases of layouts other than C order, timed by ``python -m scatterx bench`` beside the
+#: standard ones (asv times the standard cases only).
+LAYOUT_CASES = {
+    "square-transposed": Shapes((4096, 4096), (4096, 4096), 0, transposed=True),
+}
+ALL_CASE_NAMES = (*CASE_NAMES, *LAYOUT_CASES)
 # asv's sizes, as the scale of make_case. "small" keeps each case's character at 1/32 of
 # the bytes with at least 16384 updates: enough that automatic choice hands the call to the
 # numba backend (scatterx_numba.SMALL_CALL_UPDATES).
@@ -91,10 +119,10 @@ def make_case(name: str, scale: float = 1.0) -> BenchCase:
     every harness. Values lie in [0.5, 1.5]: long products under ``mul`` then neither
     overflow nor reach float32's subnormals, whose slow arithmetic would measure the CPU.
     """
-    if name not in CASES:
-        msg = f"unknown case {name!r}; the cases are {', '.join(CASE_NAMES)}"
+    spec = CASES.get(name) or LAYOUT_CASES.get(name)
+    if spec is None:
+        msg = f"unknown case {name!r}; the cases are {', '.join(ALL_CASE_NAMES)}"
         raise ValueError(msg)
-    spec = CASES[name]
     data_shape, index_shape = _scaled(spec.data, scale), _scaled(spec.indices, scale)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     data = rng.random(data_shape, dtype=np.float32) + np.float32(0.5)
@@ -106,6 +134,8 @@ def make_case(name: str, scale: float = 1.0) -> BenchCase:
         indices = np.ascontiguousarray(np.broadcast_to(ids, index_shape))
     else:
         indices = rng.integers(0, extent, size=index_shape, dtype=np.int64)
+    if spec.transposed:
+        return BenchCase(name, data.T, indices.T, updates.T, data.ndim - 1 - spec.axis)
     return BenchCase(name, data, indices, updates, spec.axis)
 
 
@@ -143,22 +173,65 @@ def require_backend(name: str) -> None:
         raise Unavailable(msg)
 
 
-def make_call(contestant: str, case: BenchCase, reduction: str) -> Call:
+def make_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "new") -> Call:
     """A callable computing ``case`` with ``reduction`` on ``contestant``, warmed up once.
 
     ``contestant`` is a peer, :data:`FLOOR` or the name of a scatterx backend. Peers run
     where the case's arrays are (:meth:`BenchCase.to`); a backend receives them through its
     ``from_numpy``. A call on a GPU returns once the device has finished. The warm-up keeps
     compilation (numba, NVRTC), session creation and first-touch page faults out of the
-    first timed sample, which a quick run's only sample would be.
+    first timed sample, which a quick run's only sample would be; each mode has its own
+    call, so its own warm-up (an in-place call may take other code). :func:`build_call`
+    says what ``mode`` does.
     """
-    make = _PEERS.get(contestant)
-    call = make(case, reduction) if make is not None else _backend(contestant, case, reduction)
+    call = build_call(contestant, case, reduction, mode)
     try:
         call()
     except BackendError as exc:  # the backend declines this dtype, reduction or array type
         raise Unavailable(str(exc)) from exc
+    except TypeError as exc:
+        if mode == "new":
+            raise
+        # Contract section 7: out= on immutable or lazy arrays (JAX, Dask) is a TypeError.
+        msg = f"in place: {exc}"
+        raise Unavailable(msg) from exc
     return call
+
+
+def build_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "new") -> Call:
+    """The call of :func:`make_call`, not warmed up: its first run is the first on its data.
+
+    With ``mode="new"`` each run returns a new array and leaves ``case`` as it was. With
+    ``"in-place"`` the call owns a copy of ``case.data`` (its updates brought near 1 for
+    ``mul``: :func:`in_place_case`), which each run updates and returns; ``case`` itself
+    stays as it was. onnxruntime cannot write into its input and runs as in ``"new"``
+    (:data:`IN_PLACE_NOTES`).
+    """
+    if mode not in MODES:
+        msg = f"unknown mode {mode!r}; the modes are {', '.join(MODES)}"
+        raise ValueError(msg)
+    if mode == "in-place":
+        case = in_place_case(case, reduction)
+    from .peers import PEERS  # the peers build on this module: imported once it is loaded
+
+    make = PEERS.get(contestant)
+    if make is not None:
+        return make(case, reduction, mode)
+    return _backend(contestant, case, reduction, mode)
+
+
+def in_place_case(case: BenchCase, reduction: str) -> BenchCase:
+    """``case`` with a copy of its data to update in place, and for ``mul`` updates near 1.
+
+    Works where the arrays are (NumPy, CuPy, torch): the copy is ``copy()`` or ``clone()``.
+    """
+    data = case.data
+    # Its layout kept (a transposed case stays transposed): clone() keeps strides.
+    owned = data.clone() if hasattr(data, "clone") else data.copy(order="K")
+    updates = case.updates
+    if reduction == "mul":
+        updates = (updates - 1) * _NEAR_ONE + 1
+    return replace(case, data=owned, updates=updates)
 
 
 def median_ms(call: Call, repeat: int) -> float:
@@ -180,10 +253,12 @@ def synchronised(call: Call, array: Any) -> Call:
     cupy = sys.modules.get("cupy")
     if cupy is None or not isinstance(array, cupy.ndarray):
         return call
-    return _then(call, cupy.cuda.get_current_stream().synchronize)
+    return then(call, cupy.cuda.get_current_stream().synchronize)
 
 
-def _then(call: Call, wait: Callable[[], object]) -> Call:
+def then(call: Call, wait: Callable[[], object]) -> Call:
+    """``call``, then ``wait()`` (a device's synchronisation) before returning its result."""
+
     def run() -> Any:
         out = call()
         wait()
@@ -192,157 +267,18 @@ def _then(call: Call, wait: Callable[[], object]) -> Call:
     return run
 
 
-def _backend(name: str, case: BenchCase, reduction: str) -> Call:
+def _backend(name: str, case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """The scatterx backend ``name``, named with ``backend=``.
+
+    A call naming numba waits for its compile (the warm-up's), where automatic choice
+    could run numpy meanwhile: the timed calls are numba's compiled code.
+    """
     require_backend(name)
     from_numpy = getattr(registered()[name], "from_numpy", None)
     if from_numpy is not None and isinstance(case.data, np.ndarray):
-        case = case.to(from_numpy)
+        case = case.to(from_numpy)  # a copy where the backend's arrays live elsewhere
     data, indices, updates = case.arrays
     kwargs: dict[str, Any] = {"axis": case.axis, "reduction": reduction, "backend": name}
+    if mode == "in-place":
+        kwargs["out"] = data
     return synchronised(lambda: scatter_elements(data, indices, updates, **kwargs), data)
-
-
-def _on_numpy(case: BenchCase, peer: str) -> None:
-    if not isinstance(case.data, np.ndarray):
-        msg = f"{peer} runs on NumPy arrays, not {type(case.data).__module__} arrays"
-        raise Unavailable(msg)
-
-
-def _onnx_model(case: BenchCase, reduction: str) -> bytes:
-    from onnx import TensorProto, helper
-
-    node = helper.make_node(
-        "ScatterElements",
-        ["data", "indices", "updates"],
-        ["out"],
-        axis=case.axis,
-        reduction=reduction,
-    )
-    roles = {"data": case.data, "indices": case.indices, "updates": case.updates}
-    info = {
-        role: helper.make_tensor_value_info(
-            role,
-            TensorProto.INT64 if array.dtype == np.int64 else TensorProto.FLOAT,
-            list(array.shape),
-        )
-        for role, array in roles.items()
-    }
-    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, list(case.data.shape))
-    graph = helper.make_graph([node], "scatter_elements", list(info.values()), [out])
-    # IR version 9 is read by every onnxruntime that has opset 18.
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
-    return bytes(model.SerializeToString())
-
-
-def _onnxruntime(case: BenchCase, reduction: str) -> Call:
-    """A one-node ScatterElements (opset 18) model on onnxruntime's CPU provider."""
-    _on_numpy(case, "onnxruntime")
-    require("onnxruntime")
-    require("onnx")
-    import onnxruntime
-
-    model = _onnx_model(case, reduction)
-    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
-    feeds = {"data": case.data, "indices": case.indices, "updates": case.updates}
-    return lambda: session.run(None, feeds)[0]
-
-
-def _torch(case: BenchCase, reduction: str) -> Call:
-    """``torch.scatter`` / ``torch.scatter_reduce(include_self=True)`` where the arrays are."""
-    require("torch")
-    import torch
-    from torch.utils.dlpack import from_dlpack
-
-    data, indices, updates = (from_dlpack(a) for a in case.arrays)
-    if reduction == "none":
-        scatter: Call = partial(torch.scatter, data, case.axis, indices, updates)
-    else:
-        how = _TORCH_REDUCE[reduction]
-        # include_self=True is ONNX's reduction: the value already in data takes part.
-        scatter = partial(
-            torch.scatter_reduce, data, case.axis, indices, updates, how, include_self=True
-        )
-    return _then(scatter, torch.cuda.synchronize) if data.is_cuda else scatter
-
-
-def _flat_positions(case: BenchCase, xp: Any) -> Any:
-    """Where each update lands in the flattened data: ``ufunc.at`` and cupyx take those."""
-    flat: Any = 0
-    ndim = case.indices.ndim
-    for dim, (extent, length) in enumerate(zip(case.data.shape, case.indices.shape, strict=True)):
-        if dim == case.axis:
-            position = case.indices
-        else:
-            position = xp.arange(length, dtype=xp.int64).reshape(
-                [length if d == dim else 1 for d in range(ndim)]
-            )
-        flat = flat * extent + position
-    return flat.reshape(-1)
-
-
-def _numpy_peer(case: BenchCase, reduction: str) -> Call:
-    """``put_along_axis`` for none; ``ufunc.at`` on flat positions made beforehand otherwise."""
-    _on_numpy(case, "numpy-peer")
-    data, indices, updates, axis = *case.arrays, case.axis
-    if reduction == "none":
-
-        def put() -> Any:
-            out = data.copy()
-            np.put_along_axis(out, indices, updates, axis)
-            return out
-
-        return put
-    # Made here, outside the timing: the peer is measured at its best.
-    flat, values, ufunc = _flat_positions(case, np), updates.reshape(-1), _UFUNC[reduction]
-
-    def at() -> Any:
-        out = data.copy()
-        ufunc.at(out.reshape(-1), flat, values)
-        return out
-
-    return at
-
-
-def _cupyx(case: BenchCase, reduction: str) -> Call:
-    """``cupyx.scatter_add/max/min`` on flat positions made beforehand, on the GPU."""
-    require("cupy")
-    import cupy
-    import cupyx
-
-    if not isinstance(case.data, cupy.ndarray):
-        msg = "cupyx runs on cupy arrays: move the case with case.to(cupy.asarray)"
-        raise Unavailable(msg)
-    scatter = {"add": cupyx.scatter_add, "max": cupyx.scatter_max, "min": cupyx.scatter_min}
-    if reduction not in scatter:
-        msg = f"cupyx has no scatter for {reduction!r}"
-        raise Unavailable(msg)
-    flat, values, data = _flat_positions(case, cupy), case.updates.reshape(-1), case.data
-
-    def run() -> Any:
-        out = data.copy().reshape(-1)
-        scatter[reduction](out, flat, values)
-        return out
-
-    return synchronised(run, data)
-
-
-def _copy_floor(case: BenchCase, reduction: str) -> Call:
-    """Copying the bytes of the three inputs once: no scatter can move less."""
-    sources = case.arrays
-    targets = tuple(a.copy() for a in sources)
-
-    def run() -> Any:
-        for target, source in zip(targets, sources, strict=True):
-            target[...] = source
-        return targets[0]
-
-    return synchronised(run, case.data)
-
-
-_PEERS: dict[str, Callable[[BenchCase, str], Call]] = {
-    "onnxruntime": _onnxruntime,
-    "torch": _torch,
-    "numpy-peer": _numpy_peer,
-    "cupyx": _cupyx,
-    FLOOR: _copy_floor,
-}

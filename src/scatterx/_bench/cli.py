@@ -1,5 +1,8 @@
 """``python -m scatterx bench``: scatterx's backends, the peers and the copy floor, side by side.
 
+Each case and reduction in each mode of ``--mode``: a new array per call, and data updated
+in place (``out=data`` and the peers' in-place calls, :data:`.cases.IN_PLACE_NOTES`).
+
 ``--library torch`` / ``--library jax``: scatterx on that library's arrays against the same
 call on NumPy arrays and against the library's own scatter (:mod:`.library_table`).
 ``--library dask``: the lazy call on Dask arrays against the in-memory numba call, and the
@@ -15,6 +18,7 @@ import importlib.util
 import math
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,13 +26,16 @@ from pathlib import Path
 from scatterx import backends
 
 from .cases import (
+    ALL_CASE_NAMES,
     BENCH_EXTRA,
-    CASE_NAMES,
     CPU_PEERS,
     FLOOR,
+    IN_PLACE_NOTES,
+    MODES,
     REDUCTIONS,
     BenchCase,
     Call,
+    Mode,
     Unavailable,
     make_call,
     make_case,
@@ -39,7 +46,7 @@ from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .grad_bench import grad_cases, print_grad, time_case
 from .libraries import LIBRARIES, arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
-from .report import Row, record, write_json
+from .report import StandardRow, record, write_json
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,12 +56,20 @@ def _parser() -> argparse.ArgumentParser:
         "copy floor on performance.md's standard cases, measured in one process. "
         f"Peers that are not installed are skipped, with what to install ({BENCH_EXTRA}).",
     )
-    parser.add_argument("--case", action="append", choices=CASE_NAMES, help="repeatable")
+    parser.add_argument("--case", action="append", choices=ALL_CASE_NAMES, help="repeatable")
     parser.add_argument(
         "--reduction",
         action="append",
         choices=REDUCTIONS,
         help="repeatable (default: none, add, max)",
+    )
+    parser.add_argument(
+        "--mode",
+        action="append",
+        choices=MODES,
+        help="repeatable (default: both): new, a new array per call; in-place, a data array "
+        "of the benchmark's own updated by every call (scatterx's out=data, torch's "
+        "Tensor.scatter_, NumPy's put_along_axis and ufunc.at on data itself)",
     )
     parser.add_argument("--size", type=float, default=1.0, help="scale of the shapes")
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per contestant")
@@ -134,11 +149,11 @@ class _Contestants:
         self.names = [FLOOR, *backend_names, *CPU_PEERS]
         self._told: set[tuple[str, str]] = set()
 
-    def calls(self, case: BenchCase, reduction: str) -> dict[str, Call]:
+    def calls(self, case: BenchCase, reduction: str, mode: Mode) -> dict[str, Call]:
         found = {}
         for name in self.names:
             try:
-                found[name] = make_call(name, case, reduction)
+                found[name] = make_call(name, case, reduction, mode)
             except Unavailable as why:
                 self.skip(name, str(why))
         return found
@@ -165,23 +180,37 @@ def _speedup(row: dict[str, float]) -> float | None:
     return min(peers) / row["numba"]
 
 
-def _print_table(rows: list[Row], columns: list[str]) -> None:
-    head = ["case", "red", *columns, "numba vs fastest peer"]
+def _print_table(rows: list[StandardRow], columns: list[str]) -> None:
+    """The table, a row per case, reduction and mode; the ratios summed up per mode."""
+    head = ["case", "red", "mode", *columns, "numba vs fastest peer"]
     lines = [head]
-    for case, reduction, times in rows:
-        speedup = _speedup(times)
-        cells = [f"{times[c]:.2f}" if c in times else "-" for c in columns]
-        lines.append([case, reduction, *cells, "-" if speedup is None else f"{speedup:.2f}x"])
+    for row in rows:
+        speedup = _speedup(row.times)
+        cells = [f"{row.times[c]:.2f}" if c in row.times else "-" for c in columns]
+        ratio = "-" if speedup is None else f"{speedup:.2f}x"
+        lines.append([row.case, row.reduction, row.mode, *cells, ratio])
     widths = [max(len(line[k]) for line in lines) for k in range(len(head))]
     for line in lines:
         print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
-    speedups = [s for _, _, t in rows if (s := _speedup(t)) is not None]
-    if speedups:
-        geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-        print(
-            f"median ms; numba vs fastest peer: geometric mean {geomean:.2f}x, "
-            f"lowest {min(speedups):.2f}x"
-        )
+    print("median ms" + "".join(f"; {line}" for line in _summaries(rows)))
+    if any(row.mode == "in-place" for row in rows):
+        for note in IN_PLACE_NOTES:
+            print(textwrap.fill(note, 100, initial_indent="- ", subsequent_indent="  "))
+
+
+def _summaries(rows: list[StandardRow]) -> list[str]:
+    """numba against the fastest peer, per mode: the geometric mean and the lowest ratio."""
+    found: dict[str, list[float]] = {}
+    for row in rows:
+        speedup = _speedup(row.times)
+        if speedup is not None:
+            found.setdefault(row.mode, []).append(speedup)
+    return [
+        f"numba vs fastest peer, {mode}: geometric mean "
+        f"{math.exp(sum(math.log(s) for s in ratios) / len(ratios)):.2f}x, "
+        f"lowest {min(ratios):.2f}x"
+        for mode, ratios in found.items()
+    ]
 
 
 class _Progress:
@@ -219,7 +248,7 @@ def _move(run: Run, case: BenchCase) -> BenchCase:
     return run.move(case) if isinstance(run, DaskRun) else to_library(case, run.library)
 
 
-def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str], list[Run]]:
+def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], list[Run]]:
     backend_names = _backend_names(args.backend)
     contestants = _Contestants(backend_names)
     libraries = list(dict.fromkeys(args.library or ["numpy"]))
@@ -235,10 +264,11 @@ def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str], list[Run]]
         elif library != "numpy":
             runs.append(LibraryRun(library, backend_names))
     standard = "numpy" in libraries
-    rows: list[Row] = []
+    rows: list[StandardRow] = []
     columns: list[str] = [FLOOR] if standard else []
-    cases = args.case or CASE_NAMES
+    cases = args.case or ALL_CASE_NAMES
     reductions = args.reduction or ("none", "add", "max")
+    modes: list[Mode] = list(dict.fromkeys(args.mode or MODES))
     small_runs = [run for run in runs if isinstance(run, LibraryRun)]
     small = len(small_runs) if args.small_calls > 0 else 0
     scaling = sum(
@@ -246,14 +276,16 @@ def _measure(args: argparse.Namespace) -> tuple[list[Row], list[str], list[Run]]
         for run in runs
         if isinstance(run, DaskRun) and run.scaling_config is not None
     )
-    progress = _Progress(len(cases) * len(reductions) * (standard + len(runs)) + small + scaling)
+    rows_each = len(reductions) * (standard * len(modes) + len(runs))
+    progress = _Progress(len(cases) * rows_each + small + scaling)
     for name in cases:
         case = make_case(name, args.size)
         for reduction in reductions if standard else ():
-            progress(f"{name} {reduction}")
-            times = _time(contestants.calls(case, reduction), args.repeat)
-            columns += [c for c in times if c not in columns]
-            rows.append((name, reduction, times))
+            for mode in modes:  # each mode's calls own their data: made, timed, dropped
+                progress(f"{name} {reduction} {mode}")
+                times = _time(contestants.calls(case, reduction, mode), args.repeat)
+                columns += [c for c in times if c not in columns]
+                rows.append(StandardRow(name, reduction, mode, times))
         for run in runs:
             with arrays_of(run.library):
                 moved = _move(run, case)  # once per case
@@ -319,7 +351,9 @@ def main(argv: list[str]) -> int:
         # Other processes on the machine take its cores: the reader should know.
         print(f"load average (1 min) at the start {load[0]:.2f}, at the end {load[1]:.2f}")
     if args.json or args.plot:
-        data = record(rows, columns, argv, args.repeat, list(CPU_PEERS))
+        in_place = any(row.mode == "in-place" for row in rows)
+        notes = IN_PLACE_NOTES if in_place else ()
+        data = record(rows, columns, argv, args.repeat, list(CPU_PEERS), notes)
         data["machine"]["load_average_1min"] = {"start": load[0], "end": load[1]}
         data["libraries"] = {run.library: run.record() for run in runs}
         if args.json:

@@ -9,9 +9,21 @@ import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from .cases import Mode
+
+#: A row of the tables of ``--library``: case, reduction, median ms by column.
 Row = tuple[str, str, dict[str, float]]
+
+
+class StandardRow(NamedTuple):
+    """A row of the standard table: one case, reduction and mode, median ms by column."""
+
+    case: str
+    reduction: str
+    mode: Mode
+    times: dict[str, float]
 
 
 def cpu_model() -> str:
@@ -51,13 +63,18 @@ def _versions() -> dict[str, str]:
 
 
 def record(
-    rows: Sequence[Row],
+    rows: Sequence[StandardRow],
     columns: Sequence[str],
     argv: Sequence[str],
     repeat: int,
     peers: Sequence[str],
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Everything a reader needs to trust the numbers: command, machine, versions, times."""
+    """Everything a reader needs to trust the numbers: command, machine, versions, times.
+
+    Each row carries its mode (``"new"`` or ``"in-place"``); ``notes`` say what the
+    in-place cells mean where a run has them.
+    """
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     return {
         "command": " ".join(["python -m scatterx bench", *argv]),
@@ -72,9 +89,11 @@ def record(
         "versions": _versions(),
         "columns": list(columns),
         "peers": list(peers),
+        "modes": list(dict.fromkeys(row.mode for row in rows)),
+        "notes": list(notes),
         "rows": [
-            {"case": case, "reduction": reduction, "times": dict(times)}
-            for case, reduction, times in rows
+            {"case": row.case, "reduction": row.reduction, "mode": row.mode, "times": row.times}
+            for row in rows
         ],
     }
 
@@ -85,7 +104,8 @@ def write_json(path: str | Path, data: dict[str, Any]) -> None:
 
 
 def plot(path: str | Path, data: dict[str, Any]) -> None:
-    """One panel per case: median ms (log scale) of every contestant for each reduction.
+    """One panel per case: median ms (log scale) of every contestant for each reduction
+    (and mode, where the run has both).
 
     Needs matplotlib (``pip install 'scatterx[bench]'``); the command checks before timing.
     """
@@ -117,7 +137,7 @@ def plot(path: str | Path, data: dict[str, Any]) -> None:
 
 
 def _draw_case(ax: Any, case: str, rows: list[dict[str, Any]], columns: Sequence[str]) -> None:
-    """Grouped bars of one case: a group per reduction, a bar per contestant."""
+    """Grouped bars of one case: a group per reduction and mode, a bar per contestant."""
     from matplotlib.ticker import FuncFormatter
 
     width = 0.8 / max(1, len(columns))
@@ -126,7 +146,7 @@ def _draw_case(ax: Any, case: str, rows: list[dict[str, Any]], columns: Sequence
         ys = [row["times"].get(column, math.nan) for row in rows]
         ax.bar(xs, ys, width, label=column)
     ax.set_title(case)
-    ax.set_xticks(range(len(rows)), [row["reduction"] for row in rows])
+    ax.set_xticks(range(len(rows)), [_group(row) for row in rows])
     ax.set_yscale("log")
     # Log-scale bars start at the axis floor: put it well under the fastest bar.
     shown = [t for row in rows for t in row["times"].values() if t > 0]
@@ -139,3 +159,9 @@ def _draw_case(ax: Any, case: str, rows: list[dict[str, Any]], columns: Sequence
     )
     ax.set_ylabel("median ms (lower is better)")
     ax.grid(axis="y", which="both", alpha=0.3)
+
+
+def _group(row: dict[str, Any]) -> str:
+    """A group's label: the reduction, and "in place" under it for that mode."""
+    in_place = row.get("mode", "new") == "in-place"
+    return f"{row['reduction']}\nin place" if in_place else row["reduction"]

@@ -1,0 +1,200 @@
+"""The peers of the standard cases (onnxruntime, torch, NumPy, cupyx) and the copy floor.
+
+Each is made by :func:`.cases.build_call`, in each of :data:`.cases.MODES`, through
+:data:`PEERS`: a new array per call, or data updated in place
+(:data:`.cases.IN_PLACE_NOTES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .cases import FLOOR, BenchCase, Call, Mode, Unavailable, require, synchronised, then
+
+_TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+_UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def _on_numpy(case: BenchCase, peer: str) -> None:
+    if not isinstance(case.data, np.ndarray):
+        msg = f"{peer} runs on NumPy arrays, not {type(case.data).__module__} arrays"
+        raise Unavailable(msg)
+
+
+def _onnx_model(case: BenchCase, reduction: str) -> bytes:
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(
+        "ScatterElements",
+        ["data", "indices", "updates"],
+        ["out"],
+        axis=case.axis,
+        reduction=reduction,
+    )
+    roles = {"data": case.data, "indices": case.indices, "updates": case.updates}
+    info = {
+        role: helper.make_tensor_value_info(
+            role,
+            TensorProto.INT64 if array.dtype == np.int64 else TensorProto.FLOAT,
+            list(array.shape),
+        )
+        for role, array in roles.items()
+    }
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, list(case.data.shape))
+    graph = helper.make_graph([node], "scatter_elements", list(info.values()), [out])
+    # IR version 9 is read by every onnxruntime that has opset 18.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+    return bytes(model.SerializeToString())
+
+
+def _onnxruntime(case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """A one-node ScatterElements (opset 18) model on onnxruntime's CPU provider.
+
+    The same call in both modes: onnxruntime cannot write into an input, and its output
+    reuses the buffers of its arena from run to run.
+    """
+    _on_numpy(case, "onnxruntime")
+    require("onnxruntime")
+    require("onnx")
+    import onnxruntime
+
+    model = _onnx_model(case, reduction)
+    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    feeds = {"data": case.data, "indices": case.indices, "updates": case.updates}
+    return lambda: session.run(None, feeds)[0]
+
+
+def _torch(case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """``torch.scatter`` / ``torch.scatter_reduce(include_self=True)`` where the arrays are;
+    in place ``Tensor.scatter_`` / ``Tensor.scatter_reduce_`` on data's memory."""
+    require("torch")
+    import torch
+    from torch.utils.dlpack import from_dlpack
+
+    data, indices, updates = (from_dlpack(a) for a in case.arrays)
+    new = mode == "new"
+    if reduction == "none":
+        scatter: Call = partial(
+            torch.scatter if new else torch.Tensor.scatter_, data, case.axis, indices, updates
+        )
+    else:
+        how = _TORCH_REDUCE[reduction]
+        # include_self=True is ONNX's reduction: the value already in data takes part.
+        scatter = partial(
+            torch.scatter_reduce if new else torch.Tensor.scatter_reduce_,
+            data,
+            case.axis,
+            indices,
+            updates,
+            how,
+            include_self=True,
+        )
+    return then(scatter, torch.cuda.synchronize) if data.is_cuda else scatter
+
+
+def _flat_positions(case: BenchCase, xp: Any) -> Any:
+    """Where each update lands in data's memory (data is contiguous in some order of its
+    dimensions), in the C order of indices: ``ufunc.at`` and cupyx take those, on
+    :func:`_flat` of data or of its copy."""
+    flat: Any = 0
+    ndim = case.indices.ndim
+    strides = [stride // case.data.itemsize for stride in case.data.strides]
+    for dim, (stride, length) in enumerate(zip(strides, case.indices.shape, strict=True)):
+        if dim == case.axis:
+            position = case.indices
+        else:
+            position = xp.arange(length, dtype=xp.int64).reshape(
+                [length if d == dim else 1 for d in range(ndim)]
+            )
+        flat = flat + position * stride
+    return flat.reshape(-1)
+
+
+def _flat(array: Any) -> Any:
+    """A 1-D view of ``array``'s memory, C- or Fortran-ordered: writes reach ``array``."""
+    if not (array.flags.c_contiguous or array.flags.f_contiguous):
+        msg = "the peers' flat positions need data in C or Fortran order"
+        raise ValueError(msg)
+    return array.ravel(order="K")
+
+
+def _numpy_peer(case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """``put_along_axis`` for none; ``ufunc.at`` on flat positions made beforehand otherwise.
+
+    Into a copy of data, or in place into data itself (C-ordered: the benchmark's copy).
+    """
+    _on_numpy(case, "numpy-peer")
+    data, indices, updates, axis = *case.arrays, case.axis
+    new = mode == "new"
+    if reduction == "none":
+
+        def put() -> Any:
+            out = data.copy(order="K") if new else data
+            np.put_along_axis(out, indices, updates, axis)
+            return out
+
+        return put
+    # Made here, outside the timing: the peer is measured at its best.
+    flat, values, ufunc = _flat_positions(case, np), updates.reshape(-1), _UFUNC[reduction]
+
+    def at() -> Any:
+        out = data.copy(order="K") if new else data
+        ufunc.at(_flat(out), flat, values)
+        return out
+
+    return at
+
+
+def _cupyx(case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """``cupyx.scatter_add/max/min`` on flat positions made beforehand, on the GPU: into a
+    copy of data, or in place into data itself."""
+    require("cupy")
+    import cupy
+    import cupyx
+
+    if not isinstance(case.data, cupy.ndarray):
+        msg = "cupyx runs on cupy arrays: move the case with case.to(cupy.asarray)"
+        raise Unavailable(msg)
+    scatter = {"add": cupyx.scatter_add, "max": cupyx.scatter_max, "min": cupyx.scatter_min}
+    if reduction not in scatter:
+        msg = f"cupyx has no scatter for {reduction!r}"
+        raise Unavailable(msg)
+    flat, values, data = _flat_positions(case, cupy), case.updates.reshape(-1), case.data
+
+    new = mode == "new"
+
+    def run() -> Any:
+        out = _flat(data.copy(order="K") if new else data)
+        scatter[reduction](out, flat, values)
+        return out
+
+    return synchronised(run, data)
+
+
+def _copy_floor(case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """Copying the bytes of the three inputs once: no scatter can move less. In place,
+    indices and updates only: data need not be copied, and which of its elements a call
+    touches depends on the case."""
+    sources = case.arrays if mode == "new" else (case.indices, case.updates)
+    targets = tuple(a.copy() for a in sources)
+
+    def run() -> Any:
+        for target, source in zip(targets, sources, strict=True):
+            target[...] = source
+        return targets[0]
+
+    return synchronised(run, case.data)
+
+
+#: Each peer's maker, by the name its column has.
+PEERS: dict[str, Callable[[BenchCase, str, Mode], Call]] = {
+    "onnxruntime": _onnxruntime,
+    "torch": _torch,
+    "numpy-peer": _numpy_peer,
+    "cupyx": _cupyx,
+    FLOOR: _copy_floor,
+}
