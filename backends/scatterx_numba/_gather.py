@@ -153,7 +153,7 @@ def gather_elements(request: GatherRequest) -> Array:
     """
     data: Array = request.data
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
-    out = _destination(request, data.dtype)
+    out = _destination(request.out, index_shape, data.dtype)
     if request.n_indices == 0:
         return out
     word, width = words(data.dtype)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import ScatterRequest, out_of_bounds_error
+from scatterx.backend import ScatterRequest
 
 Array = np.ndarray[Any, Any]
 
@@ -52,14 +52,3 @@ def reordered(request: ScatterRequest, order: tuple[int, ...]) -> ScatterRequest
 def restored(result: Array, order: tuple[int, ...]) -> Array:
     """``result`` of the reordered request, with the caller's order of dimensions."""
     return result.transpose(np.argsort(order))
-
-
-def raise_first_bad(request: ScatterRequest) -> None:
-    """Raise the contract's IndexError for the first bad index in ``request``'s own C order
-    (a kernel on reordered views finds the first in their order)."""
-    indices: Array = request.indices
-    size = request.axis_size
-    bad = (indices < -size) | (indices >= size)
-    if bad.any():
-        position = tuple(int(p) for p in np.unravel_index(int(np.argmax(bad)), indices.shape))
-        raise out_of_bounds_error(int(indices[position]), position, request.axis, size)

@@ -125,8 +125,7 @@ def _describe_gather(request: GatherRequest) -> Call:
 
 def _into_out(request: Request, dtype: np.dtype[Any]) -> bool:
     """Whether the kernels write into the caller's ``out`` (``_run._destination``)."""
-    out = request.out
-    return bool(out is not None and _run._kernel_ready(out, dtype) and out.flags.writeable)
+    return _run.writes_into(request.out, dtype)
 
 
 def _source_flags(data: Array, axis: int) -> tuple[bool, bool] | None:

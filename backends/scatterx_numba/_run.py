@@ -303,15 +303,18 @@ def _launch(
     return bad
 
 
-def _destination(request: Request, dtype: np.dtype[Any]) -> Array:
-    """Where the kernels write: the caller's ``out`` where they can write it as it is (C
-    order, native, aligned), else a new aligned array (JAX takes it without a copy)."""
-    out: Array | None = request.out
-    if out is not None and _kernel_ready(out, dtype) and out.flags.writeable:
+def writes_into(out: Array | None, dtype: np.dtype[Any]) -> bool:
+    """Whether the kernels write into the caller's ``out`` as it is: C order, ``dtype``,
+    aligned, writable."""
+    return out is not None and _kernel_ready(out, dtype) and bool(out.flags.writeable)
+
+
+def _destination(out: Array | None, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
+    """Where the kernels write: the caller's ``out`` where :func:`writes_into` it, else a
+    new aligned array of ``shape`` (JAX takes it without a copy)."""
+    if out is not None and writes_into(out, dtype):
         return out
-    return empty_aligned(
-        request.index_shape if request.operation == "gather_elements" else request.shape, dtype
-    )
+    return empty_aligned(shape, dtype)
 
 
 def _writes_after_bounds(plan: _plan.Plan, copy: bool, in_place: bool) -> bool:
@@ -338,7 +341,14 @@ def check_before_writing(idx: Array, request: Request) -> None:
     found = _runtime.launch(_runtime.pass_kernel("index_range"), flat, n_tasks)
     size = request.axis_size
     if int(found[:, 0].min()) < -size or int(found[:, 1].max()) >= size:
-        _raise_first_bad(np.flatnonzero((flat < -size) | (flat >= size))[:1], request)
+        raise_first_bad_in_c_order(flat, request)
+
+
+def raise_first_bad_in_c_order(flat: Array, request: Request) -> None:
+    """Raise the contract's IndexError for the first bad index of ``flat``: ``indices`` in
+    C order, flattened."""
+    size = request.axis_size
+    _raise_first_bad(np.flatnonzero((flat < -size) | (flat >= size))[:1], request)
 
 
 def scatter_elements(request: ScatterRequest) -> Array:
@@ -358,10 +368,12 @@ def scatter_elements(request: ScatterRequest) -> Array:
     try:
         result = _scatter_c(_layout.reordered(request, order))
     except IndexError:
-        _layout.raise_first_bad(request)  # the first in the caller's C order
+        # The kernels found the first bad index in their order: report the caller's first.
+        raise_first_bad_in_c_order(np.ravel(request.indices, order="C"), request)
         raise
-    if request.out is not None and result.base is not None and result.base is request.out:
-        return request.out
+    out: Array | None = request.out
+    if out is not None and result.base is out:
+        return out
     return _layout.restored(result, order)
 
 
@@ -371,7 +383,7 @@ def _scatter_c(request: ScatterRequest) -> Array:
     dtype = _native(data.dtype)
     family = _FAMILY.get(request.dtype_key, "plain")
     updates: Array = request.updates
-    out = _destination(request, dtype)
+    out = _destination(request.out, request.shape, dtype)
     if family == "bool":
         # bools as canonical 0/1 bytes, whatever bytes the inputs held: the kernels work on
         # uint8, where a raw 2 would survive max and min.

@@ -240,24 +240,21 @@ def run_chosen(choice: Choice, request: Request) -> Any:
 
 
 def _run(backend: Any, request: Request) -> Any:
-    if request.out is not None:
-        return _run_into(backend, settled(request))
+    """Run ``request`` on ``backend``. With ``out``, the result ends up there: a backend that
+    returned a new array (or cannot write into ``out``) has it copied in, once it succeeded."""
+    if request.out is None:
+        return _call(backend, request)
+    request = settled(request)
+    result = _call(backend, request)
+    if result is not request.out:
+        request.out[...] = result
+    return request.out
+
+
+def _call(backend: Any, request: Request) -> Any:
     if isinstance(request, GatherRequest):
         return backend.gather_elements(request)
     return backend.scatter_elements(request)
-
-
-def _run_into(backend: Any, request: Request) -> Any:
-    """Run ``request`` and make sure its result is in ``out``: a backend that returned a
-    new array (or cannot write into ``out``) has it copied there, after it succeeded."""
-    if isinstance(request, GatherRequest):
-        result = backend.gather_elements(request)
-    else:
-        result = backend.scatter_elements(request)
-    out = request.out
-    if result is not out:
-        out[...] = result
-    return out
 
 
 def carried_early(data: Any, indices: Any, updates: Any) -> tuple[Library, tuple[Any, ...]] | None:
