@@ -12,6 +12,7 @@ from collections.abc import Generator, Iterable
 import pytest
 
 import scatterx
+from _cupy_emulation import emulator, on_host  # noqa: F401  (fixtures of the cupy emulation)
 
 # A dtype and a reduction (or gather_elements) named together are one case among many:
 # "numba declines StringDType add" and "numba declines bytes_ max" are the same reason.
