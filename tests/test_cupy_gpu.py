@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import scatterx
+from _cupy_emulation import case_arrays
 from scatterx.testing import (
     all_cases,
     assert_bitwise_equal,
@@ -35,6 +36,7 @@ from test_cupy_emulated import (
     bad_index_call,
     gather_expected,
 )
+from test_cupy_out_emulated import STRATEGY_CASES, check_out_modes
 
 _REASON = CupyBackend().available()
 pytestmark = pytest.mark.skipif(_REASON is not None, reason=f"cupy backend: {_REASON}")
@@ -367,3 +369,14 @@ def test_out_and_in_place_on_the_device() -> None:
     target = torch.zeros_like(tensors[0])
     assert scatterx.scatter_elements(*tensors, reduction="add", out=target) is target
     assert_bitwise_equal(target.cpu().numpy(), expected)
+
+
+@pytest.mark.parametrize(("strategy", "dtype", "reduction", "geometry"), STRATEGY_CASES)
+def test_out_modes_of_every_strategy_on_the_device(
+    strategy: str, dtype: str, reduction: str, geometry: Any
+) -> None:
+    """The emulated ``out=`` checks on the device: in place, a separate out, Fortran order."""
+    import cupy
+
+    arrays = case_arrays(dtype, geometry, hot=3, rows=strategy == "rows")
+    check_out_modes(arrays, reduction, strategy, cupy.asarray, cupy.asnumpy)

@@ -30,6 +30,11 @@ kernels live in ``_kernels_fast.cu`` (``_fast`` has the switch and the rule's bo
     target along the inner dims (an embedding's backward), a stable sort of the row keys
     alone, then one thread per (run of equal rows, inner position); else ``sort``.
 
+With ``out=`` the kernels write into the caller's ``out`` when it is C-ordered (``out=data``
+copies nothing), after one kernel has checked every index, so that a call that raises
+leaves ``out`` untouched (``_run.destination``); another layout gets a new result, which
+the front-end copies in.
+
 ``gather_elements`` runs a grid-stride kernel of ``_kernels_gather.cu`` (one per itemsize)
 that reads data and indices with their own strides and moves each element's bits into a
 new C-ordered result; bool data is read as its canonical 0/1.
@@ -108,13 +113,15 @@ class CupyBackend:
         return unserved(SERVED, request, _DECLINED)
 
     def scatter_elements(self, request: ScatterRequest) -> Any:
-        """A new cupy array on the device of ``data``, computed on the current stream."""
+        """The result on the device of ``data``, computed on the current stream: ``out`` when
+        it is C-ordered, else a new C-ordered cupy array."""
         from ._run import scatter_elements
 
         return scatter_elements(request)
 
     def gather_elements(self, request: GatherRequest) -> Any:
-        """A new C-ordered cupy array on the device of ``data``, gathered on the current stream."""
+        """A C-ordered cupy array on the device of ``data`` (``out`` when it is C-ordered, else a
+        new one), gathered on the current stream."""
         from ._gather import gather_elements
 
         return gather_elements(request)

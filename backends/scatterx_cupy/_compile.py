@@ -95,6 +95,11 @@ def targets_name(index: str, key_type: str) -> str:
     return f"scx_targets<{INDEX_TYPES[index]}, {KEY_TYPES[key_type]}>"
 
 
+def bounds_name(index: str) -> str:
+    """Name expression of the bounds check that goes before a write into ``out``."""
+    return f"scx_bounds<{INDEX_TYPES[index]}>"
+
+
 def put_last_name(key: str, index: str) -> str:
     """Name expression of the winners' second pass under ``none`` (fast strategy ``winner``)."""
     return f"scx_put_last<{CPP_TYPES[key]}, {INDEX_TYPES[index]}>"
@@ -186,9 +191,11 @@ def _fast_names(key: str, reduction: str) -> list[str]:
 
 
 def target_expressions(fast: bool = False) -> list[str]:
-    """The dtype-independent kernels, compiled into a module of their own (one per ``fast``)."""
+    """The dtype-independent kernels, compiled into a module of their own (one per ``fast``):
+    the sort's targets and the bounds check of ``out=``; the fast paths' winners and row keys."""
     if not fast:
-        return [targets_name(index, key_type) for index in INDEX_TYPES for key_type in KEY_TYPES]
+        names = [targets_name(index, key_type) for index in INDEX_TYPES for key_type in KEY_TYPES]
+        return names + [bounds_name(index) for index in INDEX_TYPES]
     names = [win_last_name(index) for index in INDEX_TYPES]
     names += [row_keys_name(index, key) for index in INDEX_TYPES for key in KEY_TYPES]
     return names

@@ -1,9 +1,10 @@
 """GatherElements on the GPU: one grid-stride kernel that moves each element's bits.
 
 The kernel (``_kernels_gather.cu``) reads ``data`` and ``indices`` in place, with their own
-strides, and writes a new C-ordered result of the shape of ``indices``: no copy of either
-input unless a stride is not a whole number of elements. Bounds are checked on the device
-and read back once, as the scatter's are (``_run._raise_bad_index``).
+strides, and writes a C-ordered result of the shape of ``indices`` (``out`` when it is
+C-ordered, else a new array): no copy of either input unless a stride is not a whole number
+of elements. Bounds are checked on the device and read back once, as the scatter's are
+(``_run._raise_bad_index``); before the kernel when it writes into ``out``.
 """
 
 from __future__ import annotations
@@ -26,16 +27,22 @@ Dim = tuple[int, int, int]
 def gather_elements(request: GatherRequest) -> Any:
     """Compute ``request`` on cupy arrays, on the device of ``data`` and the current stream.
 
-    Returns a new C-ordered cupy array of the shape of ``indices`` and the dtype of
-    ``data``; bool data is read as its canonical 0/1. Raises the contract's IndexError for
-    the first bad index in C order, after the call's one host synchronisation.
+    Returns ``request.out`` when it is C-ordered (its indices checked first, so that a call
+    that raises leaves it untouched), else a new C-ordered cupy array of the shape of
+    ``indices`` and the dtype of ``data``; bool data is read as its canonical 0/1. Raises
+    the contract's IndexError for the first bad index in C order, after the call's one host
+    synchronisation.
     """
     import cupy
 
     with request.data.device:
-        out = cupy.empty(request.index_shape, dtype=request.data.dtype)
+        out, checked = request.out, True
+        if out is None or not out.flags.c_contiguous:
+            out, checked = cupy.empty(request.index_shape, dtype=request.data.dtype), False
         if out.size == 0:
             return out
+        if checked:
+            _run.check_bounds(request)
         data, data_strides = element_strides(request.data)
         indices, index_strides = element_strides(request.indices)
         dims = merged_dims(request.index_shape, index_strides, data_strides, request.axis)
@@ -47,7 +54,8 @@ def gather_elements(request: GatherRequest) -> Any:
         args = (out, data, indices, geom, *sizes, np.int64(data_strides[request.axis]), err)
         threads = min(out.size, WAVES * _run._device_threads(out.device.id))
         kernel(_run._blocks(threads), (_run._BLOCK,), args)
-        _run._raise_bad_index(err, indices, request)
+        if not checked:
+            _run._raise_bad_index(err, indices, request)
         return out
 
 

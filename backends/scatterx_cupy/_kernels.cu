@@ -375,6 +375,19 @@ __global__ void scx_targets(K* keys, const I* idx, const long long* geom, long l
     }
 }
 
+// out=: every index checked before the first write into the caller's memory, so that a
+// call that raises leaves out untouched (contract section 7). Grid-stride over the
+// C-ordered indices; the first bad position wins, as in every kernel.
+template <typename I>
+__global__ void scx_bounds(const I* idx, long long count, long long size,
+                           unsigned long long* err) {
+    long long step = (long long)gridDim.x * blockDim.x;
+    for (long long p = (long long)blockIdx.x * blockDim.x + threadIdx.x; p < count; p += step) {
+        long long j = (long long)idx[p];
+        if (!scx_wrap(j, size)) atomicMin(err, (unsigned long long)p);
+    }
+}
+
 // (b) Sorting, step 2: after a stable sort of the targets, the first thread of each run of
 // equal targets applies the run's updates in their original order.
 template <typename T, typename K, int RED>

@@ -70,12 +70,12 @@ def strategy(
 def scatter_elements(request: ScatterRequest, force: str | None = None) -> Any:
     """Compute ``request`` on cupy arrays, on the device of ``data`` and the current stream.
 
-    ``force`` names a strategy (benchmarks and tests); any of them gives the same bits.
+    The result is written into ``request.out`` when it is C-ordered (see
+    :func:`destination`), else into a new C-ordered array. ``force`` names a strategy
+    (benchmarks and tests); any of them gives the same bits.
     """
-    data = request.data
-    with data.device:
-        # bools as canonical 0/1 bytes, whatever bytes data held, as on every backend.
-        out = data.copy(order="C") if data.dtype.kind != "b" else _canonical_bool(data)
+    with request.data.device:
+        out, checked = destination(request)
         if request.n_updates == 0:
             return out
         lay = layout(request.shape, request.index_shape, request.axis)
@@ -88,8 +88,48 @@ def scatter_elements(request: ScatterRequest, force: str | None = None) -> Any:
         if refusal is not None:
             msg = f"strategy {chosen!r} cannot run {key} {reduction}: {refusal}"
             raise ValueError(msg)
-        _launch(chosen, out, request, lay)
+        err = _launch(chosen, out, request, lay)
+        if not checked:
+            _raise_bad_index(err, request.indices, request)
         return out
+
+
+def destination(request: ScatterRequest) -> tuple[Any, bool]:
+    """The array the kernels update, holding ``data``'s values, and whether the indices
+    were checked already.
+
+    ``request.out`` when it is C-ordered (the kernels' layout): its indices are checked
+    first, with one host sync, so that a call that raises leaves it untouched (contract
+    section 7); then ``data`` is copied in, unless it is ``data`` itself (an update in
+    place, with no copy at all). Otherwise a new C-ordered copy of ``data``, and the
+    indices are checked by the kernels themselves, at the call's one sync. Bools become
+    canonical 0/1 bytes, whatever bytes ``data`` held, as on every backend.
+    """
+    data, out = request.data, request.out
+    if out is None or not out.flags.c_contiguous:
+        return (_canonical_bool(data) if data.dtype.kind == "b" else data.copy(order="C")), False
+    if request.n_updates:
+        check_bounds(request)
+    if data.dtype.kind == "b":
+        out[...] = _canonical_bool(data)
+    elif out is not data:
+        out[...] = data
+    return out, True
+
+
+def check_bounds(request: Request) -> None:
+    """Raise the contract's IndexError for the first bad index in C order, before any write:
+    one read of the indices and one host sync."""
+    import cupy
+
+    indices = cupy.ascontiguousarray(request.indices)
+    count = indices.size
+    err = cupy.full(1, _NO_ERROR, dtype=cupy.uint64)
+    kernel = _compile.module("targets").get_function(_compile.bounds_name(str(indices.dtype)))
+    threads = min(count, 4 * _device_threads(indices.device.id))
+    sizes = (np.int64(count), np.int64(request.axis_size))
+    kernel(_blocks(threads), (_BLOCK,), (indices, *sizes, err))
+    _raise_bad_index(err, indices, request)
 
 
 def _canonical_bool(array: Any) -> Any:
@@ -99,7 +139,11 @@ def _canonical_bool(array: Any) -> Any:
     return cupy.ascontiguousarray(array.view(cupy.uint8) != 0)
 
 
-def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> None:
+def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> Any:
+    """Launch strategy ``chosen`` on ``out``; return the device word of the first bad index.
+
+    The rows strategy has read it already: it raises there, before its second pass.
+    """
     import cupy
 
     device_id = out.device.id
@@ -122,13 +166,11 @@ def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> None
     if chosen == "columns":
         kernel = _compile.module(key).get_function(_compile.columns_name(key, index, reduction))
         kernel(_blocks(lay.n_cols), (_BLOCK,), (out, indices, updates, geom, *shape, err))
-        _raise_bad_index(err, indices, request)
     elif chosen == "atomics":
         strands = _strands(lay, device_id)
         kernel = _compile.module(key).get_function(_compile.atomics_name(key, index, reduction))
         args = (out, indices, updates, geom, *shape, np.int64(strands), err)
         kernel(_blocks(lay.n_cols * strands), (_BLOCK,), args)
-        _raise_bad_index(err, indices, request)
     elif chosen == "sort":
         _sort_and_reduce(out, indices, updates, request, lay, (geom, shape, err))
     elif chosen == "warps":
@@ -137,15 +179,14 @@ def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> None
         )
         per_warp = (out, indices, updates, geom, shape[0], *shape[2:], err)
         kernel(_blocks(lay.n_cols * 32), (_BLOCK,), per_warp)
-        _raise_bad_index(err, indices, request)
     elif chosen == "winner":
         _winners(out, indices, updates, request, (geom, shape, err))
-        _raise_bad_index(err, indices, request)
     elif chosen == "rows":
         _rows(out, indices, updates, request, lay, (geom, shape, err))
     else:
         msg = f"strategy must be one of {STRATEGIES}; got {chosen!r}"
         raise ValueError(msg)
+    return err
 
 
 def _sort_and_reduce(
@@ -184,7 +225,6 @@ def _sort_and_reduce(
     key, reduction = request.dtype_key, request.reduction
     runs = _compile.module(key).get_function(_compile.runs_name(key, key_type, reduction))
     runs(_blocks(n), (_BLOCK,), (out, sorted_keys, order, updates, np.int64(n)))
-    _raise_bad_index(err, indices, request)
 
 
 def _key_type(out: Any) -> str:
