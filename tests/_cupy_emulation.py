@@ -146,6 +146,7 @@ def _fake_cupy() -> types.ModuleType:
     """The cupy calls of ``_run`` and ``_gather``, on NumPy arrays (``DeviceArray``)."""
     fake = types.ModuleType("cupy")
     fake.uint8, fake.uint32, fake.uint64 = np.uint8, np.uint32, np.uint64  # type: ignore[attr-defined]
+    fake.ndarray = DeviceArray  # type: ignore[attr-defined]
     fake.asarray = on_device  # type: ignore[attr-defined]
     fake.ascontiguousarray = on_device  # type: ignore[attr-defined]
     for name in ("full", "empty", "zeros", "argsort"):

@@ -5,8 +5,9 @@ every contestant (the peers in :mod:`.peers`), in both modes (a new array, in pl
 shared by the command, the asv suites of ``asv_bench/`` and ``tools/gpu_bench.py``;
 :mod:`.libraries` puts the cases on torch tensors and JAX arrays,
 with those libraries' own scatters, and :mod:`.library_table` times and prints them
-(``--library``); :mod:`.cli` is the command; :mod:`.report` saves a run (its chart needs
-matplotlib: ``pip install 'scatterx[bench]'``).
+(``--library``); :mod:`.gpu` is ``tools/gpu_bench.py``'s table against torch on CUDA,
+judged against the GPU targets; :mod:`.cli` is the command; :mod:`.report` saves a run
+(its chart needs matplotlib: ``pip install 'scatterx[bench]'``).
 """
 
 import os

@@ -1,4 +1,5 @@
-"""The peers of the standard cases (onnxruntime, torch, NumPy, cupyx) and the copy floor.
+"""The peers of the standard cases (onnxruntime, torch, torch in its deterministic mode,
+NumPy, cupyx) and the copy floor.
 
 Each is made by :func:`.cases.build_call`, in each of :data:`.cases.MODES`, through
 :data:`PEERS`: a new array per call, or data updated in place
@@ -14,6 +15,9 @@ from typing import Any
 import numpy as np
 
 from .cases import FLOOR, BenchCase, Call, Mode, Unavailable, require, synchronised, then
+
+#: The name of the peer that is torch under ``torch.use_deterministic_algorithms(True)``.
+TORCH_DETERMINISTIC = "torch-deterministic"
 
 _TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
 _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -94,6 +98,35 @@ def _torch(case: BenchCase, reduction: str, mode: Mode) -> Call:
             include_self=True,
         )
     return then(scatter, torch.cuda.synchronize) if data.is_cuda else scatter
+
+
+def _torch_deterministic(case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """torch's call of :func:`_torch` under ``torch.use_deterministic_algorithms(True)``,
+    the setting restored after each call; :class:`Unavailable` where torch has no
+    deterministic implementation of it (it raises RuntimeError: on CUDA, ``mul``)."""
+    require("torch")
+    import torch
+
+    call = _torch(case, reduction, mode)
+
+    def run() -> Any:
+        before = torch.are_deterministic_algorithms_enabled()
+        warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+        torch.use_deterministic_algorithms(True)
+        try:
+            return call()
+        finally:
+            torch.use_deterministic_algorithms(before, warn_only=warn_only)
+
+    try:
+        run()
+    except RuntimeError as exc:
+        if "deterministic" not in str(exc):
+            raise
+        line = str(exc).splitlines()[0]
+        msg = f"torch has no deterministic {reduction} here: {line}"
+        raise Unavailable(msg) from exc
+    return run
 
 
 def _flat_positions(case: BenchCase, xp: Any) -> Any:
@@ -194,6 +227,7 @@ def _copy_floor(case: BenchCase, reduction: str, mode: Mode) -> Call:
 PEERS: dict[str, Callable[[BenchCase, str, Mode], Call]] = {
     "onnxruntime": _onnxruntime,
     "torch": _torch,
+    TORCH_DETERMINISTIC: _torch_deterministic,
     "numpy-peer": _numpy_peer,
     "cupyx": _cupyx,
     FLOOR: _copy_floor,
