@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
 # GPU check of the cupy backend, for a machine with an NVIDIA GPU, cupy and scatterx
-# installed (pip install -e '.[cupy,test]'; torch optional). For each set of strategies,
-# the default ones and then the opt-in fast paths (SCATTERX_CUPY_FAST_PATHS=1, unverified
-# on hardware until this passes): the conformance matrix with the cupy backend required and
-# the cupy GPU tests, then a benchmark table (tools/gpu_bench.py). Then, where torch has
-# CUDA, torch CUDA tensors through the cupy backend: the kernel must receive the tensors'
-# own device memory (DLPack, no copy), ordered on the caller's stream, and return a tensor on
-# the same device (contract section 6); skipped, with the reason, where torch has no CUDA.
-# About 3 minutes per set on an H200.
+# installed (pip install -e '.[cupy,test]'; torch with CUDA for the torch steps). One script,
+# aimed at 5 minutes on an H200, whose steps are:
+#   1. for each set of strategies (the default ones, then the opt-in fast paths,
+#      SCATTERX_CUPY_FAST_PATHS=1): the conformance matrix with the cupy backend required,
+#      on cupy arrays and, where torch sees CUDA, on torch CUDA tensors (required too), and
+#      the cupy GPU tests;
+#   2. the benchmark (tools/gpu_bench.py, with the fast paths on when they are checked, so
+#      that its "other strategy" column times the default one): the twelve standard cells
+#      against torch.scatter_reduce and torch's deterministic mode, and `none` on 1 GiB as a
+#      share of the device's bandwidth, each judged against performance.md's targets;
+#   3. torch CUDA tensors through the cupy backend: the kernel must receive the tensors' own
+#      device memory (DLPack, no copy), ordered on the caller's stream, and return a tensor
+#      on the same device (contract section 6); skipped, with the reason, where torch has
+#      no CUDA.
+# It ends with one table of the steps, their results and seconds. Exit status: 0 when all
+# is correct and every target met, 3 when all is correct but a target is missed, 1 when a
+# step failed, 2 for bad usage.
+#
+# On this project's device machine (no network; cupy, torch, numba, pytest there already):
+# carry array-api-compat and array-api-strict as wheels (/work/.library/device/README.md)
+# and install scatterx without build isolation, in one command with a timeout of 420 s:
+#   here, once: echo /.whl/ >> .git/info/exclude &&
+#     python3 -m pip download --no-deps -d .whl array-api-compat array-api-strict
+#   run (carry .whl): python3 -m pip install -q --no-index --no-deps --target /tmp/site
+#     .whl/*.whl && export PYTHONPATH=/tmp/site && python3 -m pip install -q --no-index
+#     --no-deps --no-build-isolation -e . && tools/gpu_check.sh 2>&1 | tee $OUT/gpu_check.log
 # Usage: tools/gpu_check.sh [--paths default|fast|both] [--no-bench] [--no-torch]
 #                           [peak TB/s, default 4.8]
 set -uo pipefail
@@ -41,7 +59,24 @@ if ! "$python" -c "import scatterx_cupy" 2>/dev/null; then
 fi
 "$python" -m scatterx backends 2>/dev/null || true
 
+# The steps' table: one line per step, "name|result|seconds".
+summary=()
+started=$SECONDS
+step() {  # step NAME RESULT SECONDS
+    summary+=("$1|$2|$3")
+}
+
+# torch CUDA tensors are a required column of the matrix where torch sees a CUDA device.
+libraries=()
+torch_cuda=$("$python" -c "import torch; print(int(torch.cuda.is_available()))" 2>/dev/null || echo 0)
+if [ "$torch_cuda" = 1 ]; then
+    libraries=(--require-library torch)
+else
+    echo "note: torch has no CUDA device here: the torch CUDA column of the matrix is skipped"
+fi
+
 failed=""
+targets=met
 for fast in $sets; do
     name=$([ "$fast" = 1 ] && echo "fast paths" || echo "default strategies")
     export SCATTERX_CUPY_FAST_PATHS="$fast"
@@ -49,20 +84,37 @@ for fast in $sets; do
     if ! "$python" -c "import sys, scatterx_cupy as c; sys.exit(c.fast_paths_enabled() != $fast)"; then
         echo "scatterx_cupy here does not take SCATTERX_CUPY_FAST_PATHS=$fast" >&2
         failed="$failed [$name: opt-in]"
+        step "$name: opt-in" FAILED 0
         continue
     fi
 
     echo "== $name: conformance matrix and cupy tests (--require-backend cupy)"
     tests=(tests/test_conformance.py tests/test_cupy_gpu.py)
     [ "$fast" = 0 ] && tests+=(tests/test_cupy_backend.py)
-    "$python" -m pytest -q -p no:cacheprovider --require-backend cupy --scatterx-backend cupy \
-        "${tests[@]}" || failed="$failed [$name: tests]"
-
-    if [ "$bench" = yes ]; then
-        echo "== $name: benchmark"
-        "$python" tools/gpu_bench.py "$peak" || failed="$failed [$name: benchmark]"
+    begin=$SECONDS
+    if "$python" -m pytest -q -p no:cacheprovider --maxprocesses=8 --require-backend cupy \
+        --scatterx-backend cupy "${libraries[@]}" "${tests[@]}"; then
+        step "$name: conformance and GPU tests" passed $((SECONDS - begin))
+    else
+        failed="$failed [$name: tests]"
+        step "$name: conformance and GPU tests" FAILED $((SECONDS - begin))
     fi
 done
+
+if [ "$bench" = yes ]; then
+    # With the fast paths on when they are checked: the table's "other strategy" column
+    # then times the default strategy of each cell beside the fast one.
+    case "$sets" in *1*) export SCATTERX_CUPY_FAST_PATHS=1 ;; *) export SCATTERX_CUPY_FAST_PATHS=0 ;; esac
+    echo "== benchmark against torch (fast paths: $SCATTERX_CUPY_FAST_PATHS)"
+    begin=$SECONDS
+    "$python" tools/gpu_bench.py --peak "$peak"
+    code=$?
+    case "$code" in
+        0) step "benchmark: targets" met $((SECONDS - begin)) ;;
+        3) targets=missed; step "benchmark: targets" "missed (see above)" $((SECONDS - begin)) ;;
+        *) failed="$failed [benchmark]"; step "benchmark" "FAILED ($code)" $((SECONDS - begin)) ;;
+    esac
+fi
 unset SCATTERX_CUPY_FAST_PATHS
 
 # torch CUDA tensors in, torch CUDA tensors out, with no host copy: a recording backend
@@ -247,11 +299,30 @@ PY
 
 if [ "$torch_step" = yes ]; then
     echo "== torch CUDA tensors through the cupy backend (DLPack, no copy)"
-    torch_cuda_check || failed="$failed [torch CUDA: zero copy]"
+    begin=$SECONDS
+    if torch_cuda_check; then
+        step "torch CUDA: zero copy" "passed or skipped (see above)" $((SECONDS - begin))
+    else
+        failed="$failed [torch CUDA: zero copy]"
+        step "torch CUDA: zero copy" FAILED $((SECONDS - begin))
+    fi
 fi
+
+echo
+echo "| step | result | seconds |"
+echo "|---|---|---|"
+for line in "${summary[@]}"; do
+    IFS="|" read -r what result seconds <<<"$line"
+    echo "| $what | $result | $seconds |"
+done
+echo "| all ($paths) | | $((SECONDS - started)) |"
 
 if [ -n "$failed" ]; then
     echo "gpu_check FAILED:$failed"
     exit 1
+fi
+if [ "$targets" = missed ]; then
+    echo "gpu_check: correct, but performance targets missed ($paths)"
+    exit 3
 fi
 echo "gpu_check passed ($paths)"
