@@ -158,3 +158,18 @@ def test_gather_bad_index_leaves_out_untouched(on_host: Emulator) -> None:
     assert str(raised.value) == message
     assert (np.asarray(out) == 5).all()
     assert [name.partition("<")[0] for name in on_host.launched] == ["scx_bounds"]
+
+
+def test_the_bounds_check_loops_when_the_grid_is_smaller_than_the_indices(
+    on_host: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One block of 256 threads for 3000 indices: the bad ones late in C order are found."""
+    monkeypatch.setattr(_run, "THREADS_PER_SM", 1)
+    indices = np.zeros((3000,), dtype=np.int64)
+    indices[[2900, 2999]] = [40, -41]
+    arrays = (np.zeros(40, dtype=np.float32), indices, np.ones(3000, dtype=np.float32), 0)
+    request = moved_request(arrays, "add", _copied_to_device)
+    with pytest.raises(IndexError, match=r"index 40 at position \(2900,\) of indices"):
+        _run.scatter_elements(request._replace(out=request.data), force="sort")
+    assert on_host.launched == ["scx_bounds<long long>"]
+    assert not np.asarray(request.data).any()
