@@ -12,8 +12,8 @@
 #      share of the device's bandwidth, each judged against performance.md's targets;
 #   3. torch CUDA tensors through the cupy backend: the kernel must receive the tensors' own
 #      device memory (DLPack, no copy), ordered on the caller's stream, and return a tensor
-#      on the same device (contract section 6); skipped, with the reason, where torch has
-#      no CUDA.
+#      on the same device (contract section 6), and with out= write into the tensor's own
+#      memory (section 7); skipped, with the reason, where torch has no CUDA.
 # It ends with one table of the steps, their results and seconds. Exit status: 0 when all
 # is correct and every target met, 3 when all is correct but a target is missed, 1 when a
 # step failed, 2 for bad usage.
@@ -171,6 +171,8 @@ class Recording:
         for role in ("data", "indices", "updates"):
             array = getattr(request, role)
             seen[role] = (type(array), array.data.ptr, array.device.id)
+        if request.out is not None:
+            seen["out"] = (type(request.out), request.out.data.ptr, request.out is request.data)
         result = self.inner.scatter_elements(request)
         seen["result"] = (type(result), result.data.ptr, result.device.id)
         self.calls.append(seen)
@@ -276,6 +278,32 @@ with scoped_registry(recording):
         recording,
         stream=side,
     )
+
+    # out= with torch CUDA tensors: the kernels write into the tensor's own memory, with no
+    # copy of the result (in place: not even of data), and the call returns the tensor.
+    for in_place in (False, True):
+        data = torch.randn(600, 300, generator=generator).cuda()
+        indices = torch.randint(0, 600, (700, 300), generator=generator).cuda()
+        updates = torch.randn(700, 300, generator=generator).cuda()
+        expected = torch.scatter_reduce(data, 0, indices, updates, "amax", include_self=True)
+        target = data if in_place else torch.empty_like(data)
+        what = "out=data (in place)" if in_place else "out= a tensor of its own"
+        print(f"-- {what}, float32 max")
+        recording.calls.clear()
+        returned = scatterx.scatter_elements(data, indices, updates, reduction="max", out=target)
+        torch.cuda.synchronize()
+        seen = recording.calls[0] if len(recording.calls) == 1 else {}
+        kind, pointer, is_data = seen.get("out", (None, 0, False))
+        check("the call returns out itself", returned is target)
+        check(
+            "the backend got out's memory, and wrote the result there",
+            pointer == target.data_ptr()
+            and seen.get("result", (0, 0))[1] == pointer
+            and is_data == in_place,
+            f"out at {pointer:#x}, result at {seen.get('result', (0, 0))[1]:#x}, "
+            f"tensor at {target.data_ptr():#x}, out is data: {is_data}",
+        )
+        check("the bits of torch's amax", torch.equal(target, expected))
 
     # What the cupy backend does not serve stays on the GPU and is refused: BackendError.
     print("-- bfloat16 (no cupy kernels): refused, not sent to the host")
