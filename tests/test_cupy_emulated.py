@@ -1,14 +1,10 @@
 """The cupy backend's kernels and launch code emulated on the host (g++, no GPU or cupy).
 
-``cupy_emulator.cpp`` turns the very text of ``_kernels.cu`` and ``_kernels_fast.cu`` into
-host functions and launches them as CUDA would, from the argument lists that ``_run`` builds:
-one thread at a time in a shuffled order (kernels whose bits must not depend on the order),
-or, for ``scx_warps``, each warp's 32 lanes as threads that meet where ``__match_any_sync``
-and ``__syncwarp`` stand. A stand-in for the few cupy calls of ``_run`` (NumPy arrays that
-say they are on device 0) lets ``_run.scatter_elements`` run unchanged, so these tests cover
-the Python side of every strategy as well. A GPU run (tools/gpu_check.sh) stays the test of
-the hardware: memory ordering, real warps, NVRTC. The emulation itself is in
-``_cupy_emulation.py``; ``test_cupy_out_emulated.py`` runs ``out=`` on it.
+The emulation (``_cupy_emulation.py``) runs the very text of the ``.cu`` files as CUDA
+would, with ``_run.scatter_elements`` unchanged on a cupy stand-in: so these tests cover
+every strategy's kernels and the Python side that launches them, against the oracle, bad
+indices included; ``test_cupy_out_emulated.py`` runs ``out=`` on it. A GPU run
+(tools/gpu_check.sh) stays the test of the hardware: memory ordering, real warps, NVRTC.
 """
 
 from __future__ import annotations
