@@ -36,13 +36,12 @@ def gather_elements(request: GatherRequest) -> Any:
     import cupy
 
     with request.data.device:
-        out, checked = request.out, True
-        if out is None or not out.flags.c_contiguous:
-            out, checked = cupy.empty(request.index_shape, dtype=request.data.dtype), False
+        out = _run.checked_out(request)
+        checked = out is not None
+        if out is None:
+            out = cupy.empty(request.index_shape, dtype=request.data.dtype)
         if out.size == 0:
             return out
-        if checked:
-            _run.check_bounds(request)
         data, data_strides = element_strides(request.data)
         indices, index_strides = element_strides(request.indices)
         dims = merged_dims(request.index_shape, index_strides, data_strides, request.axis)

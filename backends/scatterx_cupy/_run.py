@@ -105,16 +105,25 @@ def destination(request: ScatterRequest) -> tuple[Any, bool]:
     indices are checked by the kernels themselves, at the call's one sync. Bools become
     canonical 0/1 bytes, whatever bytes ``data`` held, as on every backend.
     """
-    data, out = request.data, request.out
-    if out is None or not out.flags.c_contiguous:
+    data, out = request.data, checked_out(request)
+    if out is None:
         return (_canonical_bool(data) if data.dtype.kind == "b" else data.copy(order="C")), False
-    if request.n_updates:
-        check_bounds(request)
     if data.dtype.kind == "b":
         out[...] = _canonical_bool(data)
     elif out is not data:
         out[...] = data
     return out, True
+
+
+def checked_out(request: Request) -> Any:
+    """``request.out`` when the kernels can write into it (C-ordered), its indices checked
+    first (:func:`check_bounds`); None when there is no such ``out``."""
+    out = request.out
+    if out is None or not out.flags.c_contiguous:
+        return None
+    if request.indices.size:
+        check_bounds(request)
+    return out
 
 
 def check_bounds(request: Request) -> None:
