@@ -5,10 +5,11 @@ Backend authors: the seam is :mod:`scatterx.backend`.
 
 from . import backend
 from ._api import explain, explain_gather, gather_elements, scatter_elements
+from ._config import set_backend, use_backend
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError
+from ._plan import Decision
 from ._registry import BackendRecord, backends, register_backend
-from ._select import Decision, set_backend, use_backend
 from ._torch_grad import TorchCompileWarning
 
 __version__ = "0.1.0"

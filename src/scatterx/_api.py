@@ -1,21 +1,12 @@
-"""scatter_elements(), gather_elements() and explain(): normalise, validate, select, run."""
+"""scatter_elements(), gather_elements() and explain(): each body one call of the pipeline."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from . import _torch_grad
-from ._interop import NUMPY, TRACED, Library, library_of
-from ._jax import explain_traced, gather_traced, scatter_traced
-from ._registry import current
-from ._request import GatherRequest, Request
-from ._select import Choice, Decision, choose, explain_request
-from ._validate import normalise
-from ._validate_gather import normalise_gather
-from ._validate_out import settled
+from . import _pipeline
+from ._plan import Decision
 
 
 def scatter_elements(
@@ -94,39 +85,7 @@ def scatter_elements(
     >>> counts
     array([1, 0, 2])
     """
-    if out is not None:
-        if _torch_grad.compiling():
-            return _torch_grad.eager(scatter_elements)(
-                data, indices, updates, axis=axis, reduction=reduction, out=out, backend=backend
-            )
-        return _into(normalise(data, indices, updates, axis, reduction, out), out, backend)
-    if type(data) is not np.ndarray:
-        return _scatter_elements_routed(data, indices, updates, axis, reduction, backend)
-    # NumPy data: the indices and updates join it, or the checks refuse them; no route.
-    request = normalise(data, indices, updates, axis, reduction)
-    return choose(request, backend)[0].scatter_elements(request)
-
-
-def _scatter_elements_routed(
-    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, backend: Any
-) -> Any:
-    """:func:`scatter_elements` of arrays of another library: native, routed or traced."""
-    if _torch_grad.compiling():
-        return _torch_grad.eager(scatter_elements)(
-            data, indices, updates, axis=axis, reduction=reduction, backend=backend
-        )
-    early = carried_early(data, indices, updates)
-    if early is not None:
-        library, (carried_data, carried_indices, carried_updates) = early
-        request = normalise(carried_data, carried_indices, carried_updates, axis, reduction)
-        result = choose(request, backend)[0].scatter_elements(request)
-        return library.back(result, data, request.dtype_key)
-    request = normalise(data, indices, updates, axis, reduction)
-    if request.device is TRACED:
-        return scatter_traced(request, backend)
-    if _torch_grad.records(request):
-        return _torch_grad.scatter(request, backend)
-    return run_chosen(choose(request, backend), request)
+    return _pipeline.scatter(data, indices, updates, axis, reduction, out, backend)
 
 
 def gather_elements(
@@ -183,98 +142,7 @@ def gather_elements(
     >>> scatterx.gather_elements(np.array([10.0, 20.0, 30.0]), np.array([-1, 0, 0]))
     array([30., 10., 10.])
     """
-    if out is not None:
-        if _torch_grad.compiling():
-            return _torch_grad.eager(gather_elements)(
-                data, indices, axis=axis, out=out, backend=backend
-            )
-        return _into(normalise_gather(data, indices, axis, out), out, backend)
-    if type(data) is not np.ndarray:
-        return _gather_elements_routed(data, indices, axis, backend)
-    request = normalise_gather(data, indices, axis)
-    return run_chosen(choose(request, backend), request)
-
-
-def _gather_elements_routed(data: Any, indices: Any, axis: Any, backend: Any) -> Any:
-    """:func:`gather_elements` of arrays of another library: native, routed or traced."""
-    if _torch_grad.compiling():
-        return _torch_grad.eager(gather_elements)(data, indices, axis=axis, backend=backend)
-    request = normalise_gather(data, indices, axis)
-    if request.device is TRACED:
-        return gather_traced(request, backend)
-    if _torch_grad.records(request):
-        return _torch_grad.gather(request, backend)
-    return run_chosen(choose(request, backend), request)
-
-
-def _into(request: Request, out: Any, backend: Any) -> Any:
-    """The call of ``request`` with ``out=`` (contract section 7): the result written into
-    ``out``, which is returned; ``out`` untouched when the call raises."""
-    # JAX arrays and tracers were refused as ``out`` by the checks: none reaches here.
-    if _torch_grad.records(request):
-        if _torch_grad.grad_enabled():
-            msg = (
-                "out= cannot be used where autograd records the call (a tensor requires "
-                "grad and grad mode is on): autograd does not see writes into out; use the "
-                "tensor the call returns, or call under torch.no_grad()"
-            )
-            raise TypeError(msg)
-        request = _torch_grad.detached(request)
-    run_chosen(choose(request, backend), request)
-    return out
-
-
-def run_chosen(choice: Choice, request: Request) -> Any:
-    """Run ``request`` on the backend chosen, natively or by its DLPack route.
-
-    With ``out``, the result is in ``out`` (the carried ``out``, for a route) and the
-    caller returns its own ``out``.
-    """
-    chosen, route = choice
-    if route is None:
-        return _run(chosen, request)
-    if route.carrier == NUMPY:
-        return route.back(_run(chosen, route.carry(request)), request)
-    with route.library.running(request.data):  # CUDA: the caller's device and stream
-        return route.back(_run(chosen, route.carry(request)), request)
-
-
-def _run(backend: Any, request: Request) -> Any:
-    """Run ``request`` on ``backend``. With ``out``, the result ends up there: a backend that
-    returned a new array (or cannot write into ``out``) has it copied in, once it succeeded."""
-    if request.out is None:
-        return _call(backend, request)
-    request = settled(request)
-    result = _call(backend, request)
-    if result is not request.out:
-        request.out[...] = result
-    return request.out
-
-
-def _call(backend: Any, request: Request) -> Any:
-    if isinstance(request, GatherRequest):
-        return backend.gather_elements(request)
-    return backend.scatter_elements(request)
-
-
-def carried_early(data: Any, indices: Any, updates: Any) -> tuple[Library, tuple[Any, ...]] | None:
-    """The arrays of a library carried to NumPy before anything else, where that gives the
-    decision the DLPack route would give, only sooner; else None.
-
-    That is so for a library whose conversion itself proves the arrays fit the NumPy
-    route (torch's ``Tensor.numpy()`` takes CPU tensors only, and fails for every flag
-    that needs a check or a copy), when no backend serves the library natively: the
-    route's decision is then the one made among the backends of NumPy arrays, on the
-    carried arrays' metadata. Validating the NumPy views saves the small call about 2
-    microseconds; every other call takes the general path.
-    """
-    library = library_of(type(data))
-    if library is None or not library.early or not type(indices) is type(data) is type(updates):
-        return None
-    carried = library.early(data, indices, updates)
-    if carried is None or current().serving_type(data):
-        return None
-    return library, carried
+    return _pipeline.gather(data, indices, axis, out, backend)
 
 
 def explain(
@@ -318,15 +186,7 @@ def explain(
     >>> print(str(decision).splitlines()[1])
       numpy: runs
     """
-    return _explain(normalise(data, indices, updates, axis, reduction), backend)
-
-
-def _explain(request: Request, backend: Any) -> Decision:
-    if request.device is TRACED:
-        return explain_traced(request, backend)
-    if _torch_grad.records(request):  # the forward runs on the detached tensors
-        request = _torch_grad.detached(request)
-    return explain_request(request, backend)
+    return _pipeline.explain_scatter(data, indices, updates, axis, reduction, backend)
 
 
 def explain_gather(
@@ -357,4 +217,4 @@ def explain_gather(
     >>> decision.backend, decision.call
     ('numpy', 'gather_elements(numpy:ndarray float64 (3,), indices (1,), axis=0)')
     """
-    return _explain(normalise_gather(data, indices, axis), backend)
+    return _pipeline.explain_gather(data, indices, axis, backend)

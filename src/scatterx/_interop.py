@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._request import Request
+from ._request import GatherRequest, Request
 
 NUMPY = "numpy:ndarray"
 CUPY = "cupy:ndarray"
@@ -71,8 +71,17 @@ class Library:
         return _MEMORY.get(int(code))
 
     #: Carries arrays to NumPy before validation where that can only succeed for arrays
-    #: the NumPy route takes as they are (see ``scatterx._api.carried_early``); or None.
+    #: the NumPy route takes as they are (see ``scatterx._pipeline.adopt``); or None.
     early: Callable[..., Arrays | None] | None = None
+
+    def early_route(self, kind: type) -> Route:
+        """The route of arrays of type ``kind`` that :attr:`early` carried."""
+        msg = f"{self.name} carries nothing early"
+        raise NotImplementedError(msg)
+
+    def records(self, request: Request) -> bool:
+        """Whether autograd records ``request`` (an array that requires grad): no, but torch."""
+        return False
 
     def refuse(self, *arrays: Array) -> None:
         """Raise TypeError for arrays that cannot be carried (none, by default).
@@ -108,6 +117,25 @@ class Library:
 
 
 _FROM_DLPACK: dict[type, tuple[Callable[..., Any], bool]] = {}
+_EARLY: dict[type, Route] = {}
+
+
+def type_name(array_type: type) -> str:
+    """``"module:qualname"`` of an array type, e.g. ``"numpy:ndarray"``."""
+    try:
+        return _TYPE_NAMES[array_type]
+    except KeyError:
+        name = _joined_name(array_type.__module__, array_type.__qualname__)
+        _TYPE_NAMES[array_type] = name
+        return name
+
+
+_TYPE_NAMES: dict[type, str] = {}
+
+
+@cache
+def _joined_name(module: str, qualname: str) -> str:
+    return f"{module.partition('.')[0]}:{qualname}"
 
 
 def _from_dlpack(like: Array) -> tuple[Callable[..., Any], bool]:
@@ -140,6 +168,17 @@ class _Torch(Library):
             return tuple(a.numpy() for a in arrays)
         except (RuntimeError, TypeError):
             return None
+
+    def early_route(self, kind: type) -> Route:
+        route = _EARLY.get(kind)
+        if route is None:
+            route = _EARLY[kind] = Route(self, type_name(kind), _torch().device("cpu"), NUMPY, None)
+        return route
+
+    def records(self, request: Request) -> bool:
+        if isinstance(request, GatherRequest):
+            return bool(request.data.requires_grad)
+        return bool(request.data.requires_grad or request.updates.requires_grad)
 
     def refuse(self, *arrays: Array) -> None:
         strided = self._strided

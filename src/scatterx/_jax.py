@@ -16,14 +16,16 @@ gradient works too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import numpy as np
 
+from ._config import Configured
 from ._grad import Rules, gather_vjp, scatter_vjp
-from ._request import GatherRequest, Request, ScatterRequest
-from ._select import Decision, _configured, choose, explain_request
+from ._plan import Decision, decide, explain_plan
+from ._request import GatherRequest, Request
 
 ROUTE = "jax trace -> numpy:ndarray by jax.pure_callback (a host callback), at run time"
 
@@ -38,47 +40,47 @@ def stand_in(request: Request) -> Request:
 
 def explain_traced(request: Request, backend: Any) -> Decision:
     """The decision the host callback of a traced call will make."""
-    decision = explain_request(stand_in(request), backend)
+    decision = explain_plan(stand_in(request), backend)
     return Decision(decision.backend, decision.source, decision.call, decision.reasons, ROUTE)
 
 
-def scatter_traced(request: ScatterRequest, backend: Any) -> Any:
-    """The traced result of a scatter of traced JAX values: a differentiable host callback."""
-    choose(stand_in(request), backend)  # a backend named that cannot run raises now
-    names, _ = _configured(backend)  # use_backend and the rest, as at trace time
-    return _scatter(request.axis, request.reduction, names)(*request.arrays)
+#: The pipeline's run of the callback's NumPy arrays: the choice, the axis, the arrays.
+Host = Callable[..., Any]
 
 
-def gather_traced(request: GatherRequest, backend: Any) -> Any:
-    """The traced result of a gather of traced JAX values: a differentiable host callback."""
-    choose(stand_in(request), backend)
-    names, _ = _configured(backend)
-    return _gather(request.axis, names, request.shape)(*request.arrays)
+def traced(request: Request, choice: Configured, host: Host) -> Any:
+    """The traced result of a call of traced JAX values: a differentiable host callback.
+
+    A backend named that cannot run the call raises now, at trace time; the callback
+    runs the pipeline on the host's arrays with the choice in force now (``use_backend``
+    and the rest), whatever is in force when the traced function runs.
+    """
+    decide(stand_in(request), choice)
+    if isinstance(request, GatherRequest):
+        return _gather(request.axis, choice, request.shape, host)(*request.arrays)
+    return _scatter(request.axis, request.reduction, choice, host)(*request.arrays)
 
 
-def _host(operation: str, axis: int, rank: int, names: Any, **options: Any) -> Any:
-    """The callback: one scatterx call on the host's NumPy arrays, vmap's batch in front."""
-    import scatterx
+def _host(host: Host, choice: Configured, axis: int, rank: int) -> Any:
+    """The callback: one run of the pipeline on the host's NumPy arrays, vmap's batch in
+    front."""
 
-    function = getattr(scatterx, operation)
-
-    def host(data: Any, *rest: Any) -> Any:
+    def run(data: Any, *rest: Any) -> Any:
         batch = np.ndim(data) - rank  # vmap's dimensions, in front
         arrays = [np.asarray(a) for a in (data, *rest)]
-        result = function(*arrays, axis=axis + batch, backend=names, **options)
-        return np.asarray(result)
+        return np.asarray(host(choice, axis + batch, *arrays))
 
-    return host
+    return run
 
 
-def _scatter(axis: int, reduction: str, names: Any) -> Any:
+def _scatter(axis: int, reduction: str, choice: Configured, host: Host) -> Any:
     import jax
 
     @jax.custom_vjp
     def scatter(data: Any, indices: Any, updates: Any) -> Any:
-        host = _host("scatter_elements", axis, data.ndim, names, reduction=reduction)
+        run = _host(host, choice, axis, data.ndim)
         shape = jax.ShapeDtypeStruct(data.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return jax.pure_callback(host, shape, data, indices, updates, vmap_method="broadcast_all")
+        return jax.pure_callback(run, shape, data, indices, updates, vmap_method="broadcast_all")
 
     def forward(data: Any, indices: Any, updates: Any) -> Any:
         out = scatter(data, indices, updates)
@@ -92,7 +94,7 @@ def _scatter(axis: int, reduction: str, names: Any) -> Any:
         data, indices, updates, out = saved
         g = jnp.asarray(g)  # a cotangent may come as a NumPy array (jax.test_util does that)
         d_data, d_updates = scatter_vjp(
-            _rules(names), g, data, indices, updates, out, axis, reduction
+            _rules(choice), g, data, indices, updates, out, axis, reduction
         )
         return d_data, None, d_updates
 
@@ -100,14 +102,14 @@ def _scatter(axis: int, reduction: str, names: Any) -> Any:
     return scatter
 
 
-def _gather(axis: int, names: Any, shape: tuple[int, ...]) -> Any:
+def _gather(axis: int, choice: Configured, shape: tuple[int, ...], host: Host) -> Any:
     import jax
 
     @jax.custom_vjp
     def gather(data: Any, indices: Any) -> Any:
-        host = _host("gather_elements", axis, data.ndim, names)
+        run = _host(host, choice, axis, data.ndim)
         result = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return jax.pure_callback(host, result, data, indices, vmap_method="broadcast_all")
+        return jax.pure_callback(run, result, data, indices, vmap_method="broadcast_all")
 
     def forward(data: Any, indices: Any) -> Any:
         return gather(data, indices), indices  # data's shape is known: not a residual
@@ -115,13 +117,13 @@ def _gather(axis: int, names: Any, shape: tuple[int, ...]) -> Any:
     def backward(indices: Any, g: Any) -> Any:
         import jax.numpy as jnp
 
-        return gather_vjp(_rules(names), jnp.asarray(g), shape, indices, axis), None
+        return gather_vjp(_rules(choice), jnp.asarray(g), shape, indices, axis), None
 
     gather.defvjp(forward, backward)
     return gather
 
 
-def _rules(names: Any) -> Rules:
+def _rules(names: Configured) -> Rules:
     """The gradient's operations in JAX: scatterx's own calls (traced: callbacks again)."""
     import jax.numpy as jnp
 

@@ -14,60 +14,39 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
 from ._grad import Rules, gather_vjp, scatter_vjp
 from ._request import GatherRequest, Request, ScatterRequest
-from ._select import _configured
-
-TORCH = "torch:"
 
 
-def records(request: Request) -> bool:
-    """Whether ``request`` is a torch call with a tensor that requires grad."""
-    if not request.array_type.startswith(TORCH):  # torch:Tensor, torch:Parameter...
-        return False
-    if isinstance(request, GatherRequest):
-        return bool(request.data.requires_grad)
-    return bool(request.data.requires_grad or request.updates.requires_grad)
-
-
-def grad_enabled() -> bool:
-    """Whether torch's grad mode is on (in this thread)."""
+def recorded(request: Request, out: Any, run: Callable[[Request], Any]) -> Any:
+    """The call of ``request`` (torch tensors, one of which requires grad): recorded by
+    autograd where grad mode is on, else run on the detached tensors, as torch's own
+    operations do. ``run`` runs a request of detached tensors; it decides its backend.
+    """
     import torch
 
-    return bool(torch.is_grad_enabled())
+    if out is not None and torch.is_grad_enabled():
+        msg = (
+            "out= cannot be used where autograd records the call (a tensor requires "
+            "grad and grad mode is on): autograd does not see writes into out; use the "
+            "tensor the call returns, or call under torch.no_grad()"
+        )
+        raise TypeError(msg)
+    if not torch.is_grad_enabled():
+        return run(detached(request))
+    function = _functions().Gather if isinstance(request, GatherRequest) else _functions().Scatter
+    return function.apply(request, run, *request.arrays)
 
 
 def detached(request: Request) -> Request:
     """``request`` on detached tensors: what the recorded call's forward runs."""
     arrays = tuple(array.detach() for array in request.arrays)
     return request.with_arrays(arrays, request.array_type, request.device)
-
-
-def scatter(request: ScatterRequest, backend: Any) -> Any:
-    """The scatter of ``request``, recorded by autograd where grad mode is on."""
-    import torch
-
-    if not torch.is_grad_enabled():
-        data, updates = request.data.detach(), request.updates.detach()
-        return _scatter(data, request.indices, updates, request.axis, request.reduction, backend)
-    names, _ = _configured(backend)
-    return _functions().Scatter.apply(
-        request.data, request.indices, request.updates, request.axis, request.reduction, names
-    )
-
-
-def gather(request: GatherRequest, backend: Any) -> Any:
-    """The gather of ``request``, recorded by autograd where grad mode is on."""
-    import torch
-
-    if not torch.is_grad_enabled():
-        return _gather(request.data.detach(), request.indices, request.axis, backend)
-    names, _ = _configured(backend)
-    return _functions().Gather.apply(request.data, request.indices, request.axis, names)
 
 
 def compiling() -> bool:
@@ -88,7 +67,7 @@ def eager(function: Any) -> Any:
     """
     import torch
 
-    # The user's line: eager <- scatterx's routed call <- scatter_elements <- the caller.
+    # The user's line: eager <- the pipeline <- scatter_elements <- the caller.
     warnings.warn(COMPILE_WARNING, TorchCompileWarning, stacklevel=4)
     return torch.compiler.disable(function)  # type: ignore[no-untyped-call]
 
@@ -105,20 +84,6 @@ COMPILE_WARNING = (
     "torch.compile does not trace scatterx: each scatterx call runs eagerly at a graph "
     "break (the code around it is compiled), and autograd records it as usual"
 )
-
-
-def _scatter(data: Any, indices: Any, updates: Any, axis: int, reduction: str, backend: Any) -> Any:
-    import scatterx
-
-    return scatterx.scatter_elements(
-        data, indices, updates, axis=axis, reduction=reduction, backend=backend
-    )
-
-
-def _gather(data: Any, indices: Any, axis: int, backend: Any) -> Any:
-    import scatterx
-
-    return scatterx.gather_elements(data, indices, axis=axis, backend=backend)
 
 
 def _rules(backend: Any) -> Rules:
@@ -154,11 +119,11 @@ def _define() -> Any:
 
         @staticmethod
         def forward(
-            ctx: Any, data: Any, indices: Any, updates: Any, axis: int, reduction: str, backend: Any
+            ctx: Any, request: ScatterRequest, run: Any, data: Any, indices: Any, updates: Any
         ) -> Any:
-            out = _scatter(data.detach(), indices, updates.detach(), axis, reduction, backend)
-            ctx.axis, ctx.reduction, ctx.backend = axis, reduction, backend
-            saved = (data, updates, out) if reduction in ("mul", "max", "min") else ()
+            out = run(detached(request))
+            ctx.axis, ctx.reduction, ctx.backend = request.axis, request.reduction, run.choice
+            saved = (data, updates, out) if request.reduction in ("mul", "max", "min") else ()
             ctx.save_for_backward(indices, *saved)
             return out
 
@@ -166,7 +131,7 @@ def _define() -> Any:
         def backward(ctx: Any, g: Any) -> Any:
             indices, *saved = ctx.saved_tensors
             data, updates, out = saved if saved else (None, None, None)
-            wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[2])
+            wanted = (ctx.needs_input_grad[2], ctx.needs_input_grad[4])
             d_data, d_updates = scatter_vjp(
                 _rules(ctx.backend),
                 g.contiguous(),
@@ -178,21 +143,21 @@ def _define() -> Any:
                 ctx.reduction,
                 wanted,
             )
-            return d_data, None, d_updates, None, None, None
+            return None, None, d_data, None, d_updates
 
     class Gather(torch.autograd.Function):
         """gather_elements, whose gradient adds ``g`` back in C order."""
 
         @staticmethod
-        def forward(ctx: Any, data: Any, indices: Any, axis: int, backend: Any) -> Any:
-            ctx.axis, ctx.backend, ctx.shape = axis, backend, tuple(data.shape)
+        def forward(ctx: Any, request: GatherRequest, run: Any, data: Any, indices: Any) -> Any:
+            ctx.axis, ctx.backend, ctx.shape = request.axis, run.choice, tuple(data.shape)
             ctx.save_for_backward(indices)
-            return _gather(data.detach(), indices, axis, backend)
+            return run(detached(request))
 
         @staticmethod
         def backward(ctx: Any, g: Any) -> Any:
             (indices,) = ctx.saved_tensors
             d_data = gather_vjp(_rules(ctx.backend), g.contiguous(), ctx.shape, indices, ctx.axis)
-            return d_data, None, None, None
+            return None, None, d_data, None
 
     return SimpleNamespace(Scatter=Scatter, Gather=Gather)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import operator
 import sys
 from collections.abc import Hashable
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ._dtypes import DTYPE_KEYS, REDUCTIONS, dtype_key, why_reduction_undefined
-from ._interop import library_of
+from ._interop import library_of, type_name
 from ._request import ScatterRequest
 from ._validate_out import check_out
 
@@ -50,24 +50,6 @@ def _refuse_masked(value: Any, role: str) -> None:
             f"{role}.filled(value) to scatter the filled values, or {role}.data to ignore the mask"
         )
         raise TypeError(msg)
-
-
-def type_name(array_type: type) -> str:
-    """``"module:qualname"`` of an array type, e.g. ``"numpy:ndarray"``."""
-    try:
-        return _TYPE_NAMES[array_type]
-    except KeyError:
-        name = _joined_name(array_type.__module__, array_type.__qualname__)
-        _TYPE_NAMES[array_type] = name
-        return name
-
-
-_TYPE_NAMES: dict[type, str] = {}
-
-
-@cache
-def _joined_name(module: str, qualname: str) -> str:
-    return f"{module.partition('.')[0]}:{qualname}"
 
 
 def _device(array: Any) -> Any:

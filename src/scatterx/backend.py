@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _pipeline
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError, out_of_bounds_error
 from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic, TransientReason
@@ -135,9 +136,7 @@ def block_call(
     >>> name, run()
     ('numpy', array([0., 0., 1.]))
     """
-    from ._validate import normalise
-
-    return _block(normalise(data, indices, updates, axis, reduction))
+    return _pipeline.block_call(data, indices, updates, axis, reduction)
 
 
 def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], Any]]:
@@ -165,18 +164,7 @@ def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], 
     >>> name, run()
     ('numpy', array([7., 5.]))
     """
-    from ._validate_gather import normalise_gather
-
-    return _block(normalise_gather(data, indices, axis))
-
-
-def _block(request: Request) -> tuple[str, Callable[[], Any]]:
-    """The backend chosen for a block's validated ``request``, and the call to run it."""
-    from ._api import run_chosen
-    from ._select import choose_for_blocks
-
-    choice = choose_for_blocks(request)
-    return choice[0].name, lambda: run_chosen(choice, request)
+    return _pipeline.block_gather(data, indices, axis)
 
 
 def unserved(

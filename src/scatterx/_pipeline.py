@@ -1,0 +1,182 @@
+"""The front-end as one pipeline: adopt -> request -> plan -> run, for every kind of call.
+
+A call is adopted once (its arrays' library found, CPU tensors carried to NumPy views
+where no backend serves them natively), checked once (:mod:`scatterx._validate`), decided
+once (:mod:`scatterx._plan`) and run in one of a few modes that reuse the request and the
+plan: eager, ``out=``, autograd (torch tensors that require grad), JAX trace. Nothing here
+calls the public functions again; the autograd forward and the Dask blocks get the run of
+the request they were given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from . import _jax, _torch_grad
+from ._config import Configured, configured
+from ._interop import TRACED, Library, library_of
+from ._plan import Carried, Decision, decide, decide_for_blocks, explain_plan
+from ._registry import current
+from ._request import GatherRequest, Request, ScatterRequest
+from ._run import execute, execute_into
+from ._validate import normalise
+from ._validate_gather import normalise_gather
+from ._validate_out import settled
+
+
+class Adopted(NamedTuple):
+    """A call's arrays as the pipeline takes them.
+
+    Attributes
+    ----------
+    arrays : tuple of array
+        What the request is made of: the caller's arrays, or their NumPy views.
+    library : Library or None
+        The caller's array library; None for NumPy arrays and array-likes.
+    carried : Carried or None
+        How the arrays were carried to their NumPy views, where they were.
+    """
+
+    arrays: tuple[Any, ...]
+    library: Library | None
+    carried: Carried | None
+
+    def records(self, request: Request) -> bool:
+        """Whether autograd records the call of ``request`` (views carried early: never)."""
+        library = self.library
+        return library is not None and self.carried is None and library.records(request)
+
+
+def adopt(*arrays: Any) -> Adopted:
+    """Find the library of a call's arrays (one lookup by type, remembered), and carry CPU
+    tensors to their NumPy views where that gives the decision the DLPack route would give,
+    only sooner.
+
+    That is so for a library whose conversion itself proves the arrays fit the NumPy
+    route (torch's ``Tensor.numpy()`` takes CPU tensors only, and fails for every flag
+    that needs a check or a copy), when no backend serves the library natively: the
+    route's decision is then the one made among the backends of NumPy arrays, on the
+    carried arrays' metadata, which cost less to check.
+    """
+    kind = type(arrays[0])
+    library = library_of(kind)
+    if library is None or library.early is None:
+        return Adopted(arrays, library, None)
+    if not all(type(a) is kind for a in arrays) or current().serving_type(arrays[0]):
+        return Adopted(arrays, library, None)
+    carried = library.early(*arrays)
+    if carried is None:
+        return Adopted(arrays, library, None)
+    return Adopted(carried, library, Carried(library.early_route(kind), arrays))
+
+
+def scatter(
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any, backend: Any
+) -> Any:
+    """The pipeline of :func:`scatterx.scatter_elements`."""
+    if _torch_grad.compiling():
+        return _torch_grad.eager(scatter)(data, indices, updates, axis, reduction, out, backend)
+    if out is None:
+        adopted = adopt(data, indices, updates)
+        request: Request = normalise(*adopted.arrays, axis, reduction)
+    else:
+        adopted = Adopted((), library_of(type(data)), None)
+        request = normalise(data, indices, updates, axis, reduction, out)
+    return _dispatch(request, adopted, configured(backend), out, data)
+
+
+def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
+    """The pipeline of :func:`scatterx.gather_elements`."""
+    if _torch_grad.compiling():
+        return _torch_grad.eager(gather)(data, indices, axis, out, backend)
+    if out is None:
+        adopted = adopt(data, indices)
+        request: Request = normalise_gather(*adopted.arrays, axis)
+    else:
+        adopted = Adopted((), library_of(type(data)), None)
+        request = normalise_gather(data, indices, axis, out)
+    return _dispatch(request, adopted, configured(backend), out, data)
+
+
+def _dispatch(request: Request, adopted: Adopted, choice: Configured, out: Any, like: Any) -> Any:
+    """Run a checked request in its mode: JAX trace, autograd, ``out=`` or eager."""
+    if request.device is TRACED:
+        return _jax.traced(request, choice, _host(request))
+    if adopted.records(request):
+        return _torch_grad.recorded(request, out, Runner(choice, out, like))
+    return run(request, choice, adopted.carried, out, like)
+
+
+def run(request: Request, choice: Configured, carried: Carried | None, out: Any, like: Any) -> Any:
+    """Decide and run ``request``: its result, or ``out`` with the result in it."""
+    if out is None:
+        return execute(decide(request, choice, carried), like)
+    request = settled(request)
+    execute_into(decide(request, choice, carried), like, request)
+    return out
+
+
+class Runner(NamedTuple):
+    """The run of a request that a mode makes (the detached tensors of autograd's forward)
+    with the choice of the call it serves, which a gradient's calls keep."""
+
+    choice: Configured
+    out: Any
+    like: Any
+
+    def __call__(self, request: Request) -> Any:
+        return run(request, self.choice, None, self.out, self.like)
+
+
+def _host(request: Request) -> Callable[..., Any]:
+    """The pipeline of the host callback of a traced call: NumPy arrays in, checked anew
+    (``jax.vmap`` puts its batch in front, so the metadata is the callback's own)."""
+    if isinstance(request, GatherRequest):
+        return lambda choice, axis, data, indices: gather(data, indices, axis, None, choice)
+    reduction = request.reduction
+
+    def host(choice: Configured, axis: int, data: Any, indices: Any, updates: Any) -> Any:
+        return scatter(data, indices, updates, axis, reduction, None, choice)
+
+    return host
+
+
+def explain(request: Request, adopted: Adopted, backend: Any) -> Decision:
+    """The Decision of a checked call, as :func:`_dispatch` would make it; runs nothing."""
+    if request.device is TRACED:
+        return _jax.explain_traced(request, backend)
+    if adopted.records(request):  # the forward runs on the detached tensors
+        request = _torch_grad.detached(request)
+    return explain_plan(request, backend, adopted.carried)
+
+
+def explain_scatter(
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, backend: Any
+) -> Decision:
+    """The pipeline of :func:`scatterx.explain`, up to the decision."""
+    adopted = adopt(data, indices, updates)
+    return explain(normalise(*adopted.arrays, axis, reduction), adopted, backend)
+
+
+def explain_gather(data: Any, indices: Any, axis: Any, backend: Any) -> Decision:
+    """The pipeline of :func:`scatterx.explain_gather`, up to the decision."""
+    adopted = adopt(data, indices)
+    return explain(normalise_gather(*adopted.arrays, axis), adopted, backend)
+
+
+def block_call(
+    data: Any, indices: Any, updates: Any, axis: int, reduction: str
+) -> tuple[str, Callable[[], Any]]:
+    """See :func:`scatterx.backend.block_call`."""
+    return _block(normalise(data, indices, updates, axis, reduction), data)
+
+
+def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], Any]]:
+    """See :func:`scatterx.backend.block_gather`."""
+    return _block(normalise_gather(data, indices, axis), data)
+
+
+def _block(request: ScatterRequest | GatherRequest, like: Any) -> tuple[str, Callable[[], Any]]:
+    plan = decide_for_blocks(request)
+    return plan.backend.name, lambda: execute(plan, like)
