@@ -44,7 +44,8 @@ def explain_traced(request: Request, backend: Any) -> Decision:
     return Decision(decision.backend, decision.source, decision.call, decision.reasons, ROUTE)
 
 
-#: The pipeline's run of the callback's NumPy arrays: the choice, the axis, the arrays.
+#: The pipeline's run of the callback's NumPy arrays: the choice, the number of vmap's
+#: batch dimensions (in front), the arrays.
 Host = Callable[..., Any]
 
 
@@ -61,14 +62,14 @@ def traced(request: Request, choice: Configured, host: Host) -> Any:
     return _scatter(request.axis, request.reduction, choice, host)(*request.arrays)
 
 
-def _host(host: Host, choice: Configured, axis: int, rank: int) -> Any:
+def _host(host: Host, choice: Configured, rank: int) -> Any:
     """The callback: one run of the pipeline on the host's NumPy arrays, vmap's batch in
     front."""
 
     def run(data: Any, *rest: Any) -> Any:
         batch = np.ndim(data) - rank  # vmap's dimensions, in front
         arrays = [np.asarray(a) for a in (data, *rest)]
-        return np.asarray(host(choice, axis + batch, *arrays))
+        return np.asarray(host(choice, batch, *arrays))
 
     return run
 
@@ -78,7 +79,7 @@ def _scatter(axis: int, reduction: str, choice: Configured, host: Host) -> Any:
 
     @jax.custom_vjp
     def scatter(data: Any, indices: Any, updates: Any) -> Any:
-        run = _host(host, choice, axis, data.ndim)
+        run = _host(host, choice, data.ndim)
         shape = jax.ShapeDtypeStruct(data.shape, data.dtype)  # type: ignore[no-untyped-call]
         return jax.pure_callback(run, shape, data, indices, updates, vmap_method="broadcast_all")
 
@@ -107,7 +108,7 @@ def _gather(axis: int, choice: Configured, shape: tuple[int, ...], host: Host) -
 
     @jax.custom_vjp
     def gather(data: Any, indices: Any) -> Any:
-        run = _host(host, choice, axis, data.ndim)
+        run = _host(host, choice, data.ndim)
         result = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
         return jax.pure_callback(run, result, data, indices, vmap_method="broadcast_all")
 

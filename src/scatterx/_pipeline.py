@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from . import _jax, _torch_grad
 from ._config import Configured, configured
-from ._interop import TRACED, Library, library_of
+from ._interop import NUMPY, TRACED, Library, library_of
 from ._plan import Carried, Decision, decide, decide_for_blocks, explain_plan
 from ._registry import current
 from ._request import GatherRequest, Request, ScatterRequest
@@ -130,14 +130,20 @@ class Runner(NamedTuple):
 
 
 def _host(request: Request) -> Callable[..., Any]:
-    """The pipeline of the host callback of a traced call: NumPy arrays in, checked anew
-    (``jax.vmap`` puts its batch in front, so the metadata is the callback's own)."""
-    if isinstance(request, GatherRequest):
-        return lambda choice, axis, data, indices: gather(data, indices, axis, None, choice)
-    reduction = request.reduction
+    """The run of the host callback of a traced call on the NumPy arrays JAX hands it.
 
-    def host(choice: Configured, axis: int, data: Any, indices: Any, updates: Any) -> Any:
-        return scatter(data, indices, updates, axis, reduction, None, choice)
+    They have the traced values' metadata, checked at trace time: the callback runs the
+    traced request on them. Under ``jax.vmap`` (its batch dimensions in front) the call
+    is another one, checked anew along the shifted axis.
+    """
+
+    def host(choice: Configured, batch: int, *arrays: Any) -> Any:
+        if batch == 0:
+            on_host = request.with_arrays(arrays, NUMPY, "cpu")
+            return run(on_host, choice, None, None, arrays[0])
+        if isinstance(request, GatherRequest):
+            return gather(*arrays, request.axis + batch, None, choice)
+        return scatter(*arrays, request.axis + batch, request.reduction, None, choice)
 
     return host
 
