@@ -52,11 +52,13 @@ Host = Callable[..., Any]
 def traced(request: Request, choice: Configured, host: Host) -> Any:
     """The traced result of a call of traced JAX values: a differentiable host callback.
 
-    A backend named that cannot run the call raises now, at trace time; the callback
-    runs the pipeline on the host's arrays with the choice in force now (``use_backend``
-    and the rest), whatever is in force when the traced function runs.
+    A backend named that cannot run the call raises now, at trace time (automatic
+    choice has the numpy backend, which runs every call); the callback runs the pipeline
+    on the host's arrays with the choice in force now (``use_backend`` and the rest),
+    whatever is in force when the traced function runs.
     """
-    decide(stand_in(request), choice)
+    if choice.names is not None:
+        decide(stand_in(request), choice)
     if isinstance(request, GatherRequest):
         return _gather(request.axis, choice, request.shape, host)(*request.arrays)
     return _scatter(request.axis, request.reduction, choice, host)(*request.arrays)
