@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 from scatterx import scatter_elements
-from scatterx._bench.cases import make_case
-from scatterx._bench.cli import main as bench_main
-from scatterx._bench.dask_bench import (
+from scatterx.testing import reference_scatter_elements
+from scatterx_bench.cases import make_case
+from scatterx_bench.cli import main as bench_main
+from scatterx_bench.dask_bench import (
     COLUMNS,
     compute_call,
     describe_chunks,
@@ -27,9 +28,8 @@ from scatterx._bench.dask_bench import (
     persist_call,
     to_dask,
 )
-from scatterx._bench.dask_scaling import ScalingConfig, run_scaling, scaling_arrays
-from scatterx._bench.libraries import to_library
-from scatterx.testing import reference_scatter_elements
+from scatterx_bench.dask_scaling import ScalingConfig, run_scaling, scaling_arrays
+from scatterx_bench.libraries import to_library
 
 TINY = 1 / 512  # as in test_bench_libraries.py: a few thousand updates
 # The scaling case at a tiny size: 16 rows of 16384 float32 in blocks of 4 rows.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scatterx._bench.cli import main
-from scatterx._bench.grad_bench import grad_cases, steps
+from scatterx_bench.cli import main
+from scatterx_bench.grad_bench import grad_cases, steps
 
 pytest.importorskip("torch")
 

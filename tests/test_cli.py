@@ -14,10 +14,15 @@ import numpy as np
 import pytest
 
 import scatterx
+import scatterx.__main__ as scatterx_main
+import scatterx_bench
 import scatterx_numba
 from _backends import UnavailableBackend
 from _subprocess import run_python
-from scatterx._bench.cases import (
+from scatterx._cli import run_check
+from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
+from scatterx.testing._libraries import library
+from scatterx_bench.cases import (
     CASE_NAMES,
     CPU_PEERS,
     IN_PLACE_NOTES,
@@ -29,10 +34,7 @@ from scatterx._bench.cases import (
     make_case,
     spec_example,
 )
-from scatterx._bench.cli import main as bench_main
-from scatterx._cli import run_check
-from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
-from scatterx.testing._libraries import library
+from scatterx_bench.cli import main as bench_main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -172,11 +174,29 @@ def test_bench_help_names_the_options() -> None:
 
 
 def test_import_scatterx_leaves_the_bench_alone() -> None:
+    # The harness is not in the installed package, and importing scatterx loads none of it.
     code = (
-        "import sys, scatterx\n"
-        "print([m for m in sys.modules if m.startswith('scatterx._bench') or m == 'matplotlib'])"
+        "import sys, importlib.util, scatterx\n"
+        "print(importlib.util.find_spec('scatterx._bench'), [m for m in sys.modules if "
+        "m.startswith(('scatterx._bench', 'scatterx_bench')) or m == 'matplotlib'])"
     )
-    assert run_python(code).strip() == "[]"
+    assert run_python(code).strip() == "None []"
+
+
+def test_bench_finds_the_harness_of_the_source_checkout() -> None:
+    folder = scatterx_main.find_harness()
+    assert folder is not None
+    assert folder == Path(scatterx_bench.__file__).resolve().parents[1]
+
+
+def test_bench_without_a_checkout_says_the_command_to_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(scatterx_main, "find_harness", lambda: None)
+    assert scatterx_main.main(["bench", "--help"]) == 2
+    error = capsys.readouterr().err
+    assert "not part of the installed scatterx" in error
+    assert "python asv_bench/bench.py --help" in error
 
 
 def test_bench_runs_and_prints_a_row_per_case_reduction_and_mode(

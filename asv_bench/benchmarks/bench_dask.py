@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from scatterx._bench.cases import CASE_NAMES, SIZES, make_case
-from scatterx._bench.dask_bench import persist_call, to_dask
-from scatterx._bench.dask_scaling import CHUNK_SIZE
-from scatterx._bench.libraries import require_library, scatterx_call
+from scatterx_bench.cases import CASE_NAMES, SIZES, make_case
+from scatterx_bench.dask_bench import persist_call, to_dask
+from scatterx_bench.dask_scaling import CHUNK_SIZE
+from scatterx_bench.libraries import require_library, scatterx_call
 
 # The cost of going lazy (the graph, the scheduler, the blocks) hangs little on the
 # reduction: one keeps the smoke run short (each benchmark's setup takes about 1.5 s on the

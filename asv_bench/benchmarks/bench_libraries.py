@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scatterx._bench.cases import CASE_NAMES, SIZES, make_case, spec_example
-from scatterx._bench.libraries import peer_call, require_library, scatterx_call, to_library
+from scatterx_bench.cases import CASE_NAMES, SIZES, make_case, spec_example
+from scatterx_bench.libraries import peer_call, require_library, scatterx_call, to_library
 
 LIBRARIES = ["torch", "jax"]
 REDUCTIONS = ["none", "add", "max"]

@@ -1,7 +1,7 @@
 """Time and memory of one call: every implementation x reduction x standard case x size.
 
 :class:`Scatter` times calls that return a new array, :class:`ScatterInPlace` calls that
-update data in place (``out=data`` and the peers' in-place calls; ``scatterx._bench.cases``
+update data in place (``out=data`` and the peers' in-place calls; ``scatterx_bench.cases``
 says what each contestant does there).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scatterx._bench.cases import (
+from scatterx_bench.cases import (
     BACKENDS,
     CASE_NAMES,
     CPU_PEERS,

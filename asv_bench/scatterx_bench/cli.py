@@ -48,10 +48,13 @@ from .libraries import LIBRARIES, arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
 from .report import StandardRow, record, write_json
 
+#: The command that runs :func:`main` from a checkout (``python -m scatterx bench`` too).
+PROG = "python asv_bench/bench.py"
 
-def _parser() -> argparse.ArgumentParser:
+
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m scatterx bench",
+        prog=prog,
         description="Median milliseconds of every available backend, the peers and the "
         "copy floor on performance.md's standard cases, measured in one process. "
         f"Peers that are not installed are skipped, with what to install ({BENCH_EXTRA}).",
@@ -321,9 +324,12 @@ def _load() -> float | None:
         return None
 
 
-def main(argv: list[str]) -> int:
-    """Run the benchmark and print the table(s); returns the exit status."""
-    parser = _parser()
+def main(argv: list[str], prog: str = PROG) -> int:
+    """Run the benchmark and print the table(s); returns the exit status.
+
+    ``prog`` is the command's name, in its help and in the record of ``--json``.
+    """
+    parser = _parser(prog)
     args = parser.parse_args(argv)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         parser.error(f"--plot needs matplotlib: {BENCH_EXTRA}")
@@ -353,7 +359,7 @@ def main(argv: list[str]) -> int:
     if args.json or args.plot:
         in_place = any(row.mode == "in-place" for row in rows)
         notes = IN_PLACE_NOTES if in_place else ()
-        data = record(rows, columns, argv, args.repeat, list(CPU_PEERS), notes)
+        data = record(rows, columns, [prog, *argv], args.repeat, list(CPU_PEERS), notes)
         data["machine"]["load_average_1min"] = {"start": load[0], "end": load[1]}
         data["libraries"] = {run.library: run.record() for run in runs}
         if args.json:

@@ -65,7 +65,7 @@ def _versions() -> dict[str, str]:
 def record(
     rows: Sequence[StandardRow],
     columns: Sequence[str],
-    argv: Sequence[str],
+    command: Sequence[str],
     repeat: int,
     peers: Sequence[str],
     notes: Sequence[str] = (),
@@ -77,7 +77,7 @@ def record(
     """
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     return {
-        "command": " ".join(["python -m scatterx bench", *argv]),
+        "command": " ".join(command),
         "unit": "ms",
         "statistic": f"median of {repeat} calls after one untimed call, each contestant in a block",
         "machine": {
