@@ -20,13 +20,13 @@ from scatterx import scatter_elements
 from scatterx.testing import reference_scatter_elements
 from scatterx_bench.cases import make_case
 from scatterx_bench.cli import main as bench_main
+from scatterx_bench.dask_arrays import to_dask
 from scatterx_bench.dask_bench import (
     COLUMNS,
     compute_call,
     describe_chunks,
     layout,
     persist_call,
-    to_dask,
 )
 from scatterx_bench.dask_scaling import ScalingConfig, run_scaling, scaling_arrays
 from scatterx_bench.libraries import to_library

@@ -14,7 +14,8 @@ import pytest
 import scatterx._validate
 from _cupy_emulation import DeviceArray, Emulator, on_device
 from scatterx_bench import gpu, peers
-from scatterx_bench.cases import BenchCase, Unavailable, make_call, make_case
+from scatterx_bench.base import BenchCase, Unavailable
+from scatterx_bench.cases import make_call, make_case
 
 
 def _cell(reduction: str, ours: float, torch: float | None, det: float | None) -> gpu.Cell:

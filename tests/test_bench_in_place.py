@@ -17,11 +17,10 @@ import pytest
 
 import scatterx
 from scatterx.testing import reference_scatter_elements
+from scatterx_bench.base import BenchCase, Unavailable
 from scatterx_bench.cases import (
     CPU_PEERS,
     IN_PLACE_NOTES,
-    BenchCase,
-    Unavailable,
     build_call,
     in_place_case,
     make_call,

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from scatterx.testing import reference_scatter_elements
-from scatterx_bench.cases import BenchCase, make_case, spec_example
+from scatterx_bench.base import BenchCase
+from scatterx_bench.cases import make_case, spec_example
 from scatterx_bench.cli import main as bench_main
 from scatterx_bench.libraries import (
     PEER,

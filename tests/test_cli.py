@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -22,14 +23,13 @@ from _subprocess import run_python
 from scatterx._cli import run_check
 from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
 from scatterx.testing._libraries import library
+from scatterx_bench import cli as bench_cli
+from scatterx_bench.base import MODES, NUMBA_COMPILE, BenchCase, Unavailable, numba_compile
 from scatterx_bench.cases import (
     CASE_NAMES,
     CPU_PEERS,
     IN_PLACE_NOTES,
-    MODES,
     SIZES,
-    BenchCase,
-    Unavailable,
     make_call,
     make_case,
     spec_example,
@@ -267,6 +267,40 @@ def test_bench_plot_without_matplotlib_stops_before_timing(
     err = capsys.readouterr().err
     assert "--plot needs matplotlib: pip install 'scatterx[bench]'" in err
     assert "bench [1/" not in err  # nothing was timed
+
+
+@pytest.mark.parametrize(
+    ("argv", "mode"),
+    [([], "wait"), (["--grad"], "wait"), (["--numba-compile", "background"], "background")],
+)
+def test_bench_sets_the_numba_compile_mode_for_its_run_only(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], mode: str
+) -> None:
+    # The run's processes inherit the mode; importing the harness set none, and the run
+    # leaves the caller's as it was.
+    seen: list[str | None] = []
+
+    def record(*args: Any) -> int:
+        seen.append(os.environ.get(NUMBA_COMPILE))
+        return 0
+
+    monkeypatch.setattr(bench_cli, "_run", record)
+    monkeypatch.setattr(bench_cli, "_grad", record)
+    monkeypatch.setenv(NUMBA_COMPILE, "background")
+    assert bench_main(argv) == 0
+    assert seen == [mode]
+    assert os.environ[NUMBA_COMPILE] == "background"
+    monkeypatch.delenv(NUMBA_COMPILE)
+    assert bench_main(argv) == 0
+    assert seen == [mode, mode]
+    assert NUMBA_COMPILE not in os.environ
+
+
+def test_bench_refuses_an_unknown_numba_compile_mode() -> None:
+    with pytest.raises(SystemExit):
+        bench_main(["--numba-compile", "later"])
+    with pytest.raises(ValueError, match="got 'later'"), numba_compile("later"):
+        pass
 
 
 @pytest.mark.parametrize("name", CASE_NAMES)

@@ -12,3 +12,10 @@ from pathlib import Path
 HARNESS_ROOT = str(Path(__file__).resolve().parent.parent)
 if HARNESS_ROOT not in sys.path:
     sys.path.append(HARNESS_ROOT)
+
+# The suites time compiled code: asv's benchmark processes, started from the one that
+# imports this package, inherit the compile mode (wait_for_numba says why). Here, not in
+# each suite's setup: a changed setup would start that benchmark's asv history anew.
+from scatterx_bench.base import wait_for_numba  # noqa: E402  (found once the path is set)
+
+wait_for_numba()

@@ -15,7 +15,8 @@ import contextlib
 from typing import Any
 
 from scatterx_bench.cases import CASE_NAMES, SIZES, make_case
-from scatterx_bench.dask_bench import persist_call, to_dask
+from scatterx_bench.dask_arrays import to_dask
+from scatterx_bench.dask_bench import persist_call
 from scatterx_bench.dask_scaling import CHUNK_SIZE
 from scatterx_bench.libraries import require_library, scatterx_call
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scatterx_bench.cases import SIZES, require
+from scatterx_bench.base import require
+from scatterx_bench.cases import SIZES
 from scatterx_bench.grad_bench import CONTESTANTS, grad_cases, steps
 
 CASES = ["embedding-grad", "message-passing"]

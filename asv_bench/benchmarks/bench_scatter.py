@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from scatterx_bench.base import FLOOR
 from scatterx_bench.cases import (
     BACKENDS,
     CASE_NAMES,
     CPU_PEERS,
-    FLOOR,
     REDUCTIONS,
     SIZES,
     make_call,

@@ -14,11 +14,12 @@ from . import HARNESS_ROOT
 
 # The first call of a new process: a float32 add on the small square-random case, one
 # kernel signature. The cache folder is set before numba is imported, which importing
-# scatterx does not do. The harness is found where this package found it.
-_FIRST_CALL_SETUP = """
+# scatterx does not do. The harness is found where this package found it (given here, not in
+# the benchmarks' code: a changed benchmark would start its asv history anew).
+_FIRST_CALL_SETUP = f"""
 import os, sys
-os.environ["NUMBA_CACHE_DIR"] = {cache_dir}
-sys.path.append({harness})
+os.environ["NUMBA_CACHE_DIR"] = {{cache_dir}}
+sys.path.append({HARNESS_ROOT!r})
 import scatterx
 from scatterx_bench.cases import SIZES, make_case
 case = make_case("square-random", SIZES["small"])
@@ -39,11 +40,6 @@ def timeraw_import_scatterx() -> str:
     return "import scatterx"
 
 
-def _first_call_setup(cache_dir: str) -> str:
-    """The setup of the first call, its cache folder the Python expression ``cache_dir``."""
-    return _FIRST_CALL_SETUP.format(cache_dir=cache_dir, harness=repr(HARNESS_ROOT))
-
-
 class NumbaFirstCall:
     """First numba-backend call of a new process, cold (compiling) and from a warm cache.
 
@@ -58,7 +54,7 @@ class NumbaFirstCall:
     def setup(self) -> None:
         require_backend("numba")
         self.cache_dir = tempfile.mkdtemp(prefix="scatterx-asv-numba-")
-        code = _first_call_setup(repr(self.cache_dir)) + _FIRST_CALL
+        code = _FIRST_CALL_SETUP.format(cache_dir=repr(self.cache_dir)) + _FIRST_CALL
         # Fill the warm cache once, in a process of its own, as an earlier run would have.
         subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ))
 
@@ -66,8 +62,8 @@ class NumbaFirstCall:
         shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     def timeraw_first_call_cold(self) -> tuple[str, str]:
-        setup = _FRESH_CACHE + _first_call_setup("_cache")
+        setup = _FRESH_CACHE + _FIRST_CALL_SETUP.format(cache_dir="_cache")
         return _FIRST_CALL, setup
 
     def timeraw_first_call_warm_cache(self) -> tuple[str, str]:
-        return _FIRST_CALL, _first_call_setup(repr(self.cache_dir))
+        return _FIRST_CALL, _FIRST_CALL_SETUP.format(cache_dir=repr(self.cache_dir))

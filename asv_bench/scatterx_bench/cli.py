@@ -25,18 +25,22 @@ from pathlib import Path
 
 from scatterx import backends
 
-from .cases import (
-    ALL_CASE_NAMES,
+from .base import (
     BENCH_EXTRA,
-    CPU_PEERS,
     FLOOR,
-    IN_PLACE_NOTES,
     MODES,
-    REDUCTIONS,
+    NUMBA_COMPILE_MODES,
     BenchCase,
     Call,
     Mode,
     Unavailable,
+    numba_compile,
+)
+from .cases import (
+    ALL_CASE_NAMES,
+    CPU_PEERS,
+    IN_PLACE_NOTES,
+    REDUCTIONS,
     make_call,
     make_case,
     median_ms,
@@ -73,6 +77,14 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
         help="repeatable (default: both): new, a new array per call; in-place, a data array "
         "of the benchmark's own updated by every call (scatterx's out=data, torch's "
         "Tensor.scatter_, NumPy's put_along_axis and ufunc.at on data itself)",
+    )
+    parser.add_argument(
+        "--numba-compile",
+        choices=NUMBA_COMPILE_MODES,
+        default="wait",
+        help="how automatic choice meets numba code not compiled yet, in this process and "
+        "the workers it starts (SCATTERX_NUMBA_COMPILE): wait (the default) times compiled "
+        "code; background leaves a call to numpy while numba compiles",
     )
     parser.add_argument("--size", type=float, default=1.0, help="scale of the shapes")
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per contestant")
@@ -339,8 +351,12 @@ def main(argv: list[str], prog: str = PROG) -> int:
         parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
     if args.grad and (args.json or args.plot or args.library):
         parser.error("--grad prints its own table: it takes no --json, --plot or --library")
-    if args.grad:
-        return _grad(args)
+    with numba_compile(args.numba_compile):
+        return _grad(args) if args.grad else _run(args, argv, prog)
+
+
+def _run(args: argparse.Namespace, argv: list[str], prog: str) -> int:
+    """The standard table, the libraries' tables, their record and charts."""
     load = [_load()]
     rows, columns, runs = _measure(args)
     load.append(_load())

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .cases import Call, make_case, median_ms, require
+from .base import Call, require
+from .cases import make_case, median_ms
 
 #: The whole step, and its forward alone (the backward is their difference).
 PHASES = ("step", "forward")

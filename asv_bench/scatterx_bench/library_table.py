@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cases import BenchCase, Call, Unavailable, median_ms, spec_example
+from .base import BenchCase, Call, Unavailable
+from .cases import median_ms, spec_example
 from .libraries import (
     PEER,
     PEER_NOTE,

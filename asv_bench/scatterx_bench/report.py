@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .cases import Mode
+from .base import Mode
 
 #: A row of the tables of ``--library``: case, reduction, median ms by column.
 Row = tuple[str, str, dict[str, float]]
