@@ -30,6 +30,7 @@ from scatterx_bench.cases import (
     CPU_PEERS,
     IN_PLACE_NOTES,
     SIZES,
+    backend_from_numpy,
     make_call,
     make_case,
     spec_example,
@@ -301,6 +302,15 @@ def test_bench_refuses_an_unknown_numba_compile_mode() -> None:
         bench_main(["--numba-compile", "later"])
     with pytest.raises(ValueError, match="got 'later'"), numba_compile("later"):
         pass
+
+
+def test_a_backend_gets_its_arrays_through_its_entry_point() -> None:
+    from_numpy = backend_from_numpy("numpy")
+    array = np.arange(3.0)
+    assert from_numpy is not None
+    assert from_numpy(array) is array
+    assert backend_from_numpy("cupy") is not None  # its entry point, with or without a GPU
+    assert backend_from_numpy("no-such-backend") is None
 
 
 @pytest.mark.parametrize("name", CASE_NAMES)

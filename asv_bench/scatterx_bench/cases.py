@@ -14,13 +14,14 @@ from __future__ import annotations
 import statistics
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import replace
+from importlib.metadata import entry_points
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from scatterx import BackendError, backends, scatter_elements
-from scatterx._registry import registered
 
 from .base import MODES, BenchCase, Call, Mode, Unavailable, synchronised
 from .peers import PEERS
@@ -200,6 +201,16 @@ def median_ms(call: Call, repeat: int) -> float:
     return statistics.median(samples)
 
 
+def backend_from_numpy(name: str) -> Callable[[Any], Any] | None:
+    """The ``from_numpy`` of backend ``name`` (the seam of :mod:`scatterx.backend`: where its
+    arrays live), its object loaded from the entry point ``scatterx.backends`` names it by, as
+    a tool outside scatterx finds a backend; None where it has no entry point or method."""
+    for point in entry_points(group="scatterx.backends", name=name):
+        from_numpy: Callable[[Any], Any] | None = getattr(point.load(), "from_numpy", None)
+        return from_numpy
+    return None
+
+
 def _backend(name: str, case: BenchCase, reduction: str, mode: Mode) -> Call:
     """The scatterx backend ``name``, named with ``backend=``.
 
@@ -207,7 +218,7 @@ def _backend(name: str, case: BenchCase, reduction: str, mode: Mode) -> Call:
     could run numpy meanwhile: the timed calls are numba's compiled code.
     """
     require_backend(name)
-    from_numpy = getattr(registered()[name], "from_numpy", None)
+    from_numpy = backend_from_numpy(name)
     if from_numpy is not None and isinstance(case.data, np.ndarray):
         case = case.to(from_numpy)  # a copy where the backend's arrays live elsewhere
     data, indices, updates = case.arrays
