@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --library dask``: the chunks, the calls, the table, the scaling case.
+"""``python asv_bench/bench.py --library dask``: the chunks, the calls, the table, the scaling case.
 
 Times are never asserted (performance.md): these check what is timed (the recommended
 chunking, calls that give the oracle's answer), the table's rows and columns, the JSON

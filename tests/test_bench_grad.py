@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --grad``: the training table runs and says what it measured."""
+"""``python asv_bench/bench.py --grad``: the training table runs and says what it measured."""
 
 from __future__ import annotations
 

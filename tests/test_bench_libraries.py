@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --library torch|jax``: what runs, what is skipped, what is computed.
+"""``python asv_bench/bench.py --library torch|jax``: what runs, what is skipped, what is computed.
 
 Times are never asserted (performance.md): these check the tables' rows and columns, the
 JSON record, and that every contestant on a library's arrays gives the oracle's answer.

@@ -1,5 +1,5 @@
 """A training step on torch CPU tensors: scatter add forward + backward, scatterx against
-torch.scatter_reduce with torch's autograd (``python -m scatterx bench --grad``)."""
+torch.scatter_reduce with torch's autograd (``python asv_bench/bench.py --grad``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """scatterx on torch CPU tensors and JAX CPU arrays: the same call on NumPy arrays, the peers.
 
-The suites of ``python -m scatterx bench --library torch|jax`` (performance.md: within 1.1x
+The suites of ``python asv_bench/bench.py --library torch|jax`` (performance.md: within 1.1x
 of the call on NumPy arrays, at most 5 microseconds more on the 3x3 call). A library that
 is not installed is skipped.
 """

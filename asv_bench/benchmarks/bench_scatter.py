@@ -49,7 +49,7 @@ class ScatterInPlace(Scatter):
     ``numpy-peer`` ``put_along_axis`` / ``ufunc.at`` on data itself; ``onnxruntime`` runs
     its usual call (it cannot write into an input; its arena reuses the output's buffers),
     ``copy-floor`` copies indices and updates only. The reductions of the command's table
-    only, which keeps the quick run of CI short (``python -m scatterx bench --mode in-place
+    only, which keeps the quick run of CI short (``python asv_bench/bench.py --mode in-place
     --reduction mul`` times the others).
     """
 

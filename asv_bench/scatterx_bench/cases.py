@@ -66,7 +66,7 @@ CASES = {
     "last-axis-sparse": Shapes((8192, 1024), (8192, 64), 1),
 }
 CASE_NAMES = tuple(CASES)
-#: Cases of layouts other than C order, timed by ``python -m scatterx bench`` beside the
+#: Cases of layouts other than C order, timed by ``python asv_bench/bench.py`` beside the
 #: standard ones (asv times the standard cases only).
 LAYOUT_CASES = {
     "square-transposed": Shapes((4096, 4096), (4096, 4096), 0, transposed=True),

@@ -1,4 +1,4 @@
-"""``python -m scatterx bench``: scatterx's backends, the peers and the copy floor, side by side.
+"""``python asv_bench/bench.py``: scatterx's backends, the peers and the copy floor, side by side.
 
 Each case and reduction in each mode of ``--mode``: a new array per call, and data updated
 in place (``out=data`` and the peers' in-place calls, :data:`.cases.IN_PLACE_NOTES`).

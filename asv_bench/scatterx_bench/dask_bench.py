@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --library dask``: the lazy route against the in-memory call.
+"""``python asv_bench/bench.py --library dask``: the lazy route against the in-memory call.
 
 performance.md's Dask target: on the threaded scheduler with chunks near 64 MiB, within
 1.5x of the in-memory numba call; a data array larger than one worker's memory limit

@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --grad``: forward + backward on torch CPU tensors, scatterx
+"""``python asv_bench/bench.py --grad``: forward + backward on torch CPU tensors, scatterx
 against ``torch.scatter_reduce(include_self=True)`` with torch's own autograd.
 
 Two training cases, reduction ``add``: performance.md's embedding-grad case, and message

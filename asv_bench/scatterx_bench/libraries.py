@@ -1,6 +1,6 @@
 """scatterx on the arrays of other libraries (torch CPU tensors, JAX CPU arrays) and their peers.
 
-``python -m scatterx bench --library torch`` times the same scatterx call on a library's
+``python asv_bench/bench.py --library torch`` times the same scatterx call on a library's
 arrays and on NumPy arrays side by side (performance.md: within 1.1x, at most 5 microseconds
 more on the 3x3 call), and the library's own scatter beside them: ``torch.scatter`` /
 ``torch.scatter_reduce(include_self=True)``, and ``.at[].set/add/max`` under ``jax.jit``.

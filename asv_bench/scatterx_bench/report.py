@@ -1,4 +1,4 @@
-"""Saving a ``python -m scatterx bench`` run: the JSON record and the matplotlib chart."""
+"""Saving a ``python asv_bench/bench.py`` run: the JSON record and the matplotlib chart."""
 
 from __future__ import annotations
 
