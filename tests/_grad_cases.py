@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 
+from scatterx_bench.base import BenchCase
+
 REDUCTIONS = ("none", "add", "mul", "max", "min")
-
-
-class GradCase(NamedTuple):
-    """One scatter whose gradients are checked."""
-
-    name: str
-    data: np.ndarray[Any, Any]
-    indices: np.ndarray[Any, Any]
-    updates: np.ndarray[Any, Any]
-    axis: int
+#: One scatter whose gradients are checked (name, data, indices, updates, axis): the
+#: benchmark harness's case, defined once for its training cases and these.
+GradCase = BenchCase
 
 
 def _rng(seed: int) -> np.random.Generator:

@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --library dask``: the chunks, the calls, the table, the scaling case.
+"""``python asv_bench/bench.py --library dask``: the chunks, the calls, the table, the scaling case.
 
 Times are never asserted (performance.md): these check what is timed (the recommended
 chunking, calls that give the oracle's answer), the table's rows and columns, the JSON
@@ -17,19 +17,19 @@ import numpy as np
 import pytest
 
 from scatterx import scatter_elements
-from scatterx._bench.cases import make_case
-from scatterx._bench.cli import main as bench_main
-from scatterx._bench.dask_bench import (
+from scatterx.testing import reference_scatter_elements
+from scatterx_bench.cases import make_case
+from scatterx_bench.cli import main as bench_main
+from scatterx_bench.dask_arrays import to_dask
+from scatterx_bench.dask_bench import (
     COLUMNS,
     compute_call,
     describe_chunks,
     layout,
     persist_call,
-    to_dask,
 )
-from scatterx._bench.dask_scaling import ScalingConfig, run_scaling, scaling_arrays
-from scatterx._bench.libraries import to_library
-from scatterx.testing import reference_scatter_elements
+from scatterx_bench.dask_scaling import ScalingConfig, run_scaling, scaling_arrays
+from scatterx_bench.libraries import to_library
 
 TINY = 1 / 512  # as in test_bench_libraries.py: a few thousand updates
 # The scaling case at a tiny size: 16 rows of 16384 float32 in blocks of 4 rows.

@@ -1,4 +1,4 @@
-"""The GPU benchmark of tools/gpu_check.sh (``scatterx._bench.gpu``), run here on the CPU.
+"""The GPU benchmark of tools/gpu_check.sh (``scatterx_bench.gpu``), run here on the CPU.
 
 The table, its ratios and its verdicts are the same code on any backend, so a GPU session's
 run of the script is not its first; the cupy strategy column runs on the host emulation.
@@ -13,8 +13,9 @@ import pytest
 
 import scatterx._validate
 from _cupy_emulation import DeviceArray, Emulator, on_device
-from scatterx._bench import gpu, peers
-from scatterx._bench.cases import BenchCase, Unavailable, make_call, make_case
+from scatterx_bench import gpu, peers
+from scatterx_bench.base import BenchCase, Unavailable
+from scatterx_bench.cases import make_call, make_case
 
 
 def _cell(reduction: str, ours: float, torch: float | None, det: float | None) -> gpu.Cell:

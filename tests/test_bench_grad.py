@@ -1,11 +1,11 @@
-"""``python -m scatterx bench --grad``: the training table runs and says what it measured."""
+"""``python asv_bench/bench.py --grad``: the training table runs and says what it measured."""
 
 from __future__ import annotations
 
 import pytest
 
-from scatterx._bench.cli import main
-from scatterx._bench.grad_bench import grad_cases, steps
+from scatterx_bench.cli import main
+from scatterx_bench.grad_bench import grad_cases, steps
 
 pytest.importorskip("torch")
 

@@ -16,20 +16,19 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx._bench.cases import (
+from scatterx.testing import reference_scatter_elements
+from scatterx_bench.base import BenchCase, Unavailable
+from scatterx_bench.cases import (
     CPU_PEERS,
     IN_PLACE_NOTES,
-    BenchCase,
-    Unavailable,
     build_call,
     in_place_case,
     make_call,
     make_case,
     spec_example,
 )
-from scatterx._bench.cli import _print_table
-from scatterx._bench.report import StandardRow
-from scatterx.testing import reference_scatter_elements
+from scatterx_bench.cli import _print_table
+from scatterx_bench.report import StandardRow
 
 TINY = 1 / 512  # as in test_cli.py: a few thousand updates
 CONTESTANTS = ("numpy", *CPU_PEERS)  # numba left out: its compiles would dominate the suite

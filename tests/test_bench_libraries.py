@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --library torch|jax``: what runs, what is skipped, what is computed.
+"""``python asv_bench/bench.py --library torch|jax``: what runs, what is skipped, what is computed.
 
 Times are never asserted (performance.md): these check the tables' rows and columns, the
 JSON record, and that every contestant on a library's arrays gives the oracle's answer.
@@ -13,9 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scatterx._bench.cases import BenchCase, make_case, spec_example
-from scatterx._bench.cli import main as bench_main
-from scatterx._bench.libraries import (
+from scatterx.testing import reference_scatter_elements
+from scatterx_bench.base import BenchCase
+from scatterx_bench.cases import make_case, spec_example
+from scatterx_bench.cli import main as bench_main
+from scatterx_bench.libraries import (
     PEER,
     arrays_of,
     on,
@@ -24,7 +26,6 @@ from scatterx._bench.libraries import (
     scatterx_call,
     to_library,
 )
-from scatterx.testing import reference_scatter_elements
 
 TINY = 1 / 512  # as in test_cli.py: a few thousand updates
 LIBRARIES = ("torch", "jax")

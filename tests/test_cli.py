@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -14,25 +15,27 @@ import numpy as np
 import pytest
 
 import scatterx
+import scatterx.__main__ as scatterx_main
+import scatterx_bench
 import scatterx_numba
 from _backends import UnavailableBackend
 from _subprocess import run_python
-from scatterx._bench.cases import (
+from scatterx._cli import run_check
+from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
+from scatterx.testing._libraries import library
+from scatterx_bench import cli as bench_cli
+from scatterx_bench.base import MODES, NUMBA_COMPILE, BenchCase, Unavailable, numba_compile
+from scatterx_bench.cases import (
     CASE_NAMES,
     CPU_PEERS,
     IN_PLACE_NOTES,
-    MODES,
     SIZES,
-    BenchCase,
-    Unavailable,
+    backend_from_numpy,
     make_call,
     make_case,
     spec_example,
 )
-from scatterx._bench.cli import main as bench_main
-from scatterx._cli import run_check
-from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
-from scatterx.testing._libraries import library
+from scatterx_bench.cli import main as bench_main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -172,11 +175,29 @@ def test_bench_help_names_the_options() -> None:
 
 
 def test_import_scatterx_leaves_the_bench_alone() -> None:
+    # The harness is not in the installed package, and importing scatterx loads none of it.
     code = (
-        "import sys, scatterx\n"
-        "print([m for m in sys.modules if m.startswith('scatterx._bench') or m == 'matplotlib'])"
+        "import sys, importlib.util, scatterx\n"
+        "print(importlib.util.find_spec('scatterx._bench'), [m for m in sys.modules if "
+        "m.startswith(('scatterx._bench', 'scatterx_bench')) or m == 'matplotlib'])"
     )
-    assert run_python(code).strip() == "[]"
+    assert run_python(code).strip() == "None []"
+
+
+def test_bench_finds_the_harness_of_the_source_checkout() -> None:
+    folder = scatterx_main.find_harness()
+    assert folder is not None
+    assert folder == Path(scatterx_bench.__file__).resolve().parents[1]
+
+
+def test_bench_without_a_checkout_says_the_command_to_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(scatterx_main, "find_harness", lambda: None)
+    assert scatterx_main.main(["bench", "--help"]) == 2
+    error = capsys.readouterr().err
+    assert "not part of the installed scatterx" in error
+    assert "python asv_bench/bench.py --help" in error
 
 
 def test_bench_runs_and_prints_a_row_per_case_reduction_and_mode(
@@ -247,6 +268,49 @@ def test_bench_plot_without_matplotlib_stops_before_timing(
     err = capsys.readouterr().err
     assert "--plot needs matplotlib: pip install 'scatterx[bench]'" in err
     assert "bench [1/" not in err  # nothing was timed
+
+
+@pytest.mark.parametrize(
+    ("argv", "mode"),
+    [([], "wait"), (["--grad"], "wait"), (["--numba-compile", "background"], "background")],
+)
+def test_bench_sets_the_numba_compile_mode_for_its_run_only(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str], mode: str
+) -> None:
+    # The run's processes inherit the mode; importing the harness set none, and the run
+    # leaves the caller's as it was.
+    seen: list[str | None] = []
+
+    def record(*args: Any) -> int:
+        seen.append(os.environ.get(NUMBA_COMPILE))
+        return 0
+
+    monkeypatch.setattr(bench_cli, "_run", record)
+    monkeypatch.setattr(bench_cli, "_grad", record)
+    monkeypatch.setenv(NUMBA_COMPILE, "background")
+    assert bench_main(argv) == 0
+    assert seen == [mode]
+    assert os.environ[NUMBA_COMPILE] == "background"
+    monkeypatch.delenv(NUMBA_COMPILE)
+    assert bench_main(argv) == 0
+    assert seen == [mode, mode]
+    assert NUMBA_COMPILE not in os.environ
+
+
+def test_bench_refuses_an_unknown_numba_compile_mode() -> None:
+    with pytest.raises(SystemExit):
+        bench_main(["--numba-compile", "later"])
+    with pytest.raises(ValueError, match="got 'later'"), numba_compile("later"):
+        pass
+
+
+def test_a_backend_gets_its_arrays_through_its_entry_point() -> None:
+    from_numpy = backend_from_numpy("numpy")
+    array = np.arange(3.0)
+    assert from_numpy is not None
+    assert from_numpy(array) is array
+    assert backend_from_numpy("cupy") is not None  # its entry point, with or without a GPU
+    assert backend_from_numpy("no-such-backend") is None
 
 
 @pytest.mark.parametrize("name", CASE_NAMES)

@@ -1,6 +1,6 @@
 """scatterx on Dask arrays, lazily, beside the in-memory numba call on the same NumPy arrays.
 
-The suite of ``python -m scatterx bench --library dask`` (performance.md: on the threaded
+The suite of ``python asv_bench/bench.py --library dask`` (performance.md: on the threaded
 scheduler with chunks near 64 MiB, within 1.5x of the in-memory numba call). The arrays are
 chunked as ``docs/backends/dask.md`` recommends: the scatter axis whole, the other
 dimensions sized by dask. ``time_persist`` builds the graph and computes its blocks, kept as
@@ -14,14 +14,15 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from scatterx._bench.cases import CASE_NAMES, SIZES, make_case
-from scatterx._bench.dask_bench import persist_call, to_dask
-from scatterx._bench.dask_scaling import CHUNK_SIZE
-from scatterx._bench.libraries import require_library, scatterx_call
+from scatterx_bench.cases import CASE_NAMES, SIZES, make_case
+from scatterx_bench.dask_arrays import to_dask
+from scatterx_bench.dask_bench import persist_call
+from scatterx_bench.dask_scaling import CHUNK_SIZE
+from scatterx_bench.libraries import require_library, scatterx_call
 
 # The cost of going lazy (the graph, the scheduler, the blocks) hangs little on the
 # reduction: one keeps the smoke run short (each benchmark's setup takes about 1.5 s on the
-# 2-core machine); `python -m scatterx bench --library dask` times none, add and max.
+# 2-core machine); `python asv_bench/bench.py --library dask` times none, add and max.
 REDUCTIONS = ["add"]
 
 # asv imports the suites once and forks a process per benchmark: importing dask here, where

@@ -1,12 +1,13 @@
 """A training step on torch CPU tensors: scatter add forward + backward, scatterx against
-torch.scatter_reduce with torch's autograd (``python -m scatterx bench --grad``)."""
+torch.scatter_reduce with torch's autograd (``python asv_bench/bench.py --grad``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from scatterx._bench.cases import SIZES, require
-from scatterx._bench.grad_bench import CONTESTANTS, grad_cases, steps
+from scatterx_bench.base import require
+from scatterx_bench.cases import SIZES
+from scatterx_bench.grad_bench import CONTESTANTS, grad_cases, steps
 
 CASES = ["embedding-grad", "message-passing"]
 

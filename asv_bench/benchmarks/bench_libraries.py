@@ -1,6 +1,6 @@
 """scatterx on torch CPU tensors and JAX CPU arrays: the same call on NumPy arrays, the peers.
 
-The suites of ``python -m scatterx bench --library torch|jax`` (performance.md: within 1.1x
+The suites of ``python asv_bench/bench.py --library torch|jax`` (performance.md: within 1.1x
 of the call on NumPy arrays, at most 5 microseconds more on the 3x3 call). A library that
 is not installed is skipped.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scatterx._bench.cases import CASE_NAMES, SIZES, make_case, spec_example
-from scatterx._bench.libraries import peer_call, require_library, scatterx_call, to_library
+from scatterx_bench.cases import CASE_NAMES, SIZES, make_case, spec_example
+from scatterx_bench.libraries import peer_call, require_library, scatterx_call, to_library
 
 LIBRARIES = ["torch", "jax"]
 REDUCTIONS = ["none", "add", "max"]

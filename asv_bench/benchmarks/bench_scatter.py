@@ -1,7 +1,7 @@
 """Time and memory of one call: every implementation x reduction x standard case x size.
 
 :class:`Scatter` times calls that return a new array, :class:`ScatterInPlace` calls that
-update data in place (``out=data`` and the peers' in-place calls; ``scatterx._bench.cases``
+update data in place (``out=data`` and the peers' in-place calls; ``scatterx_bench.cases``
 says what each contestant does there).
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from scatterx._bench.cases import (
+from scatterx_bench.base import FLOOR
+from scatterx_bench.cases import (
     BACKENDS,
     CASE_NAMES,
     CPU_PEERS,
-    FLOOR,
     REDUCTIONS,
     SIZES,
     make_call,
@@ -49,7 +49,7 @@ class ScatterInPlace(Scatter):
     ``numpy-peer`` ``put_along_axis`` / ``ufunc.at`` on data itself; ``onnxruntime`` runs
     its usual call (it cannot write into an input; its arena reuses the output's buffers),
     ``copy-floor`` copies indices and updates only. The reductions of the command's table
-    only, which keeps the quick run of CI short (``python -m scatterx bench --mode in-place
+    only, which keeps the quick run of CI short (``python asv_bench/bench.py --mode in-place
     --reduction mul`` times the others).
     """
 

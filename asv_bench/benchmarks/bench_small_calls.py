@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 import scatterx
-from scatterx._bench.cases import spec_example
+from scatterx_bench.cases import spec_example
 
 
 class SmallCall:

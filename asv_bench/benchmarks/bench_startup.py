@@ -8,16 +8,20 @@ import subprocess
 import sys
 import tempfile
 
-from scatterx._bench.cases import require_backend
+from scatterx_bench.cases import require_backend
+
+from . import HARNESS_ROOT
 
 # The first call of a new process: a float32 add on the small square-random case, one
 # kernel signature. The cache folder is set before numba is imported, which importing
-# scatterx does not do.
-_FIRST_CALL_SETUP = """
-import os
-os.environ["NUMBA_CACHE_DIR"] = {cache_dir}
+# scatterx does not do. The harness is found where this package found it (given here, not in
+# the benchmarks' code: a changed benchmark would start its asv history anew).
+_FIRST_CALL_SETUP = f"""
+import os, sys
+os.environ["NUMBA_CACHE_DIR"] = {{cache_dir}}
+sys.path.append({HARNESS_ROOT!r})
 import scatterx
-from scatterx._bench.cases import SIZES, make_case
+from scatterx_bench.cases import SIZES, make_case
 case = make_case("square-random", SIZES["small"])
 """
 _FIRST_CALL = """

@@ -1,6 +1,6 @@
 """Sphinx extension: the performance table, made from ``_static/bench.json`` at build time.
 
-``python -m scatterx bench --json docs/_static/bench.json`` records a run; this writes
+``python asv_bench/bench.py --json docs/_static/bench.json`` records a run; this writes
 ``generated/bench_table.md`` from it (the command, the machine, the versions and the
 table), which ``performance.md`` includes. The page then shows exactly what was measured.
 A row without a mode (a record made before ``--mode``) is a new-array call; the mode column

@@ -1,4 +1,4 @@
-"""The scaling case of ``python -m scatterx bench --library dask``: more data than one
+"""The scaling case of ``python asv_bench/bench.py --library dask``: more data than one
 worker's memory, on a ``distributed.LocalCluster``.
 
 :func:`run_scaling` generates a data array larger than a worker's memory limit on the

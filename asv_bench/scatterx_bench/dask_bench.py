@@ -1,12 +1,11 @@
-"""``python -m scatterx bench --library dask``: the lazy route against the in-memory call.
+"""``python asv_bench/bench.py --library dask``: the lazy route against the in-memory call.
 
 performance.md's Dask target: on the threaded scheduler with chunks near 64 MiB, within
 1.5x of the in-memory numba call; a data array larger than one worker's memory limit
 completes on 2 workers under that limit.
 
-The standard cases become Dask arrays chunked as ``docs/backends/dask.md`` recommends: the
-scatter axis whole, the other dimensions sized by dask (``"auto"`` under
-``array.chunk-size``). Each row times, in turns sample by sample
+The standard cases become Dask arrays chunked as ``docs/backends/dask.md`` recommends
+(:func:`.dask_arrays.to_dask`). Each row times, in turns sample by sample
 (:func:`.libraries.paired_ms`), the numba call on the NumPy arrays, ``persist`` of the lazy
 result (its blocks computed and kept as a Dask array: the cost of going lazy) and
 ``compute`` (that, plus dask's copy of the blocks into one NumPy array, which
@@ -24,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scatterx import BackendError, scatter_elements
-from scatterx_dask._plan import cut
 
-from .cases import BenchCase, Call, Unavailable
+from .base import BenchCase, Call, Unavailable
+from .dask_arrays import to_dask
 from .dask_scaling import CHUNK_SIZE, ScalingConfig, ScalingResult, _module, run_scaling
-from .libraries import paired_ms, require_library, scatterx_call
+from .libraries import paired_ms, scatterx_call
 from .report import Row
 
 NUMBA = "numba on numpy"
@@ -37,32 +36,6 @@ COMPUTE = "dask compute"
 COLUMNS = (NUMBA, PERSIST, COMPUTE)
 TARGET = 1.5  # performance.md: persist within 1.5x of the in-memory numba call
 Skip = Callable[[str, str], None]
-
-
-def axis_whole(ndim: int, axis: int) -> dict[int, int | str]:
-    """The chunks of the recommended layout: ``axis`` whole (-1), dask sizes the others."""
-    return {d: -1 if d == axis else "auto" for d in range(ndim)}
-
-
-def to_dask(case: BenchCase, chunk_size: str = CHUNK_SIZE) -> BenchCase:
-    """``case`` as Dask arrays, as docs/backends/dask.md recommends: data with its axis
-    whole and its other dimensions chunked by dask's ``"auto"`` under ``array.chunk-size``
-    = ``chunk_size``; indices and updates with data's chunks off the axis (cut to their
-    length), their axis whole."""
-    require_library("dask")
-    dask, da = _module("dask"), _module("dask.array")
-    with dask.config.set({"array.chunk-size": chunk_size}):
-        data = da.from_array(case.data, chunks=axis_whole(case.data.ndim, case.axis))
-
-    def like_data(array: Any) -> Any:
-        if array is case.data:
-            return data
-        chunks = tuple(
-            -1 if d == case.axis else cut(data.chunks[d], n) for d, n in enumerate(array.shape)
-        )
-        return da.from_array(array, chunks=chunks)
-
-    return case.to(like_data)
 
 
 def lazy_call(moved: BenchCase, reduction: str) -> Callable[[], Any]:
@@ -148,7 +121,7 @@ class DaskRun:
         return [name for name in COLUMNS if name in found]
 
     def move(self, case: BenchCase) -> BenchCase:
-        """``case`` as Dask arrays (:func:`to_dask`); its layout is kept for the table."""
+        """``case`` as Dask arrays (:func:`.dask_arrays.to_dask`); its layout kept for the table."""
         moved = to_dask(case, self.chunk_size)
         self.layouts[case.name] = layout(moved)
         return moved

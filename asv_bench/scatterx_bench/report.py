@@ -1,4 +1,4 @@
-"""Saving a ``python -m scatterx bench`` run: the JSON record and the matplotlib chart."""
+"""Saving a ``python asv_bench/bench.py`` run: the JSON record and the matplotlib chart."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .cases import Mode
+from .base import Mode
 
 #: A row of the tables of ``--library``: case, reduction, median ms by column.
 Row = tuple[str, str, dict[str, float]]
@@ -65,7 +65,7 @@ def _versions() -> dict[str, str]:
 def record(
     rows: Sequence[StandardRow],
     columns: Sequence[str],
-    argv: Sequence[str],
+    command: Sequence[str],
     repeat: int,
     peers: Sequence[str],
     notes: Sequence[str] = (),
@@ -77,7 +77,7 @@ def record(
     """
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     return {
-        "command": " ".join(["python -m scatterx bench", *argv]),
+        "command": " ".join(command),
         "unit": "ms",
         "statistic": f"median of {repeat} calls after one untimed call, each contestant in a block",
         "machine": {

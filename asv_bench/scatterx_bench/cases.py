@@ -1,48 +1,35 @@
 """The standard cases of performance.md and every contestant timed on them, for all harnesses.
 
-``python -m scatterx bench``, the asv suites of ``asv_bench/`` and ``tools/gpu_bench.py``
-build their cases and contestants here only (:func:`make_call`; the peers themselves are in
-:mod:`.peers`): one case name means the same data everywhere. Every contestant runs in each
-of :data:`MODES`: returning a new array, or updating data in place. A contestant that cannot
-run here raises :class:`Unavailable`, a NotImplementedError (asv reports it as a skip),
-whose message says why and what to install.
+The command (``python asv_bench/bench.py``), the asv suites of ``asv_bench/benchmarks`` and
+``tools/gpu_bench.py`` build their cases and contestants here only (:func:`make_call`; the
+peers themselves are in :mod:`.peers`, what every contestant is built from in :mod:`.base`):
+one case name means the same data everywhere. Every contestant runs in each of
+:data:`.base.MODES`: returning a new array, or updating data in place. A contestant that
+cannot run here raises :class:`.base.Unavailable`, a NotImplementedError (asv reports it as
+a skip), whose message says why and what to install.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
-import sys
 import time
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, Literal, NamedTuple
+from dataclasses import replace
+from importlib.metadata import entry_points
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from scatterx import BackendError, backends, scatter_elements
-from scatterx._registry import registered
 
-Call = Callable[[], Any]
-#: How a contestant delivers its result: a new array (``"new"``), or written into a data
-#: array of the benchmark's own, call after call (``"in-place"``: scatterx's ``out=data``,
-#: ``Tensor.scatter_``, ``np.put_along_axis``, ``ufunc.at`` on data itself).
-Mode = Literal["new", "in-place"]
-MODES: tuple[Mode, ...] = ("new", "in-place")
+from .base import MODES, BenchCase, Call, Mode, Unavailable, synchronised
+from .peers import PEERS
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 BACKENDS = ("numpy", "numba", "cupy")
 CPU_PEERS = ("onnxruntime", "torch", "numpy-peer")
-FLOOR = "copy-floor"
 
-BENCH_EXTRA = "pip install 'scatterx[bench]'"
-_INSTALL = {
-    "onnx": BENCH_EXTRA,
-    "onnxruntime": BENCH_EXTRA,
-    "torch": "pip install torch",
-    "cupy": "pip install 'scatterx[cupy]'",
-}
 # In place, mul meets its own products call after call: updates within 1/2048 of 1 keep
 # data far from float32's subnormals and infinity for millions of calls (asv's included).
 _NEAR_ONE = 1 / 1024
@@ -79,7 +66,7 @@ CASES = {
     "last-axis-sparse": Shapes((8192, 1024), (8192, 64), 1),
 }
 CASE_NAMES = tuple(CASES)
-#: Cases of layouts other than C order, timed by ``python -m scatterx bench`` beside the
+#: Cases of layouts other than C order, timed by ``python asv_bench/bench.py`` beside the
 #: standard ones (asv times the standard cases only).
 LAYOUT_CASES = {
     "square-transposed": Shapes((4096, 4096), (4096, 4096), 0, transposed=True),
@@ -89,27 +76,6 @@ ALL_CASE_NAMES = (*CASE_NAMES, *LAYOUT_CASES)
 # the bytes with at least 16384 updates: enough that automatic choice hands the call to the
 # numba backend (scatterx_numba.SMALL_CALL_UPDATES).
 SIZES = {"small": 1 / 32, "full": 1.0}
-
-
-@dataclass(frozen=True)
-class BenchCase:
-    """One case's inputs (float32 data and updates, int64 indices) and its axis."""
-
-    name: str
-    data: Any
-    indices: Any
-    updates: Any
-    axis: int
-
-    @property
-    def arrays(self) -> tuple[Any, Any, Any]:
-        """``(data, indices, updates)``."""
-        return self.data, self.indices, self.updates
-
-    def to(self, convert: Callable[[Any], Any]) -> BenchCase:
-        """The same case with each array passed through ``convert`` (``cupy.asarray``)."""
-        data, indices, updates = (convert(a) for a in self.arrays)
-        return replace(self, data=data, indices=indices, updates=updates)
 
 
 def make_case(name: str, scale: float = 1.0) -> BenchCase:
@@ -149,17 +115,6 @@ def spec_example() -> BenchCase:
     indices = np.array([[1, 0, 2], [0, 2, 1]], dtype=np.int64)
     updates = np.array([[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]], dtype=np.float32)
     return BenchCase("spec-example", data, indices, updates, 0)
-
-
-class Unavailable(NotImplementedError):
-    """A contestant that cannot run here; the message says why (and what to install)."""
-
-
-def require(module: str) -> None:
-    """Raise :class:`Unavailable` when ``module`` is not installed, naming the install."""
-    if importlib.util.find_spec(module) is None:
-        msg = f"{module} is not installed ({_INSTALL.get(module, f'pip install {module}')})"
-        raise Unavailable(msg)
 
 
 def require_backend(name: str) -> None:
@@ -212,8 +167,6 @@ def build_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "n
         raise ValueError(msg)
     if mode == "in-place":
         case = in_place_case(case, reduction)
-    from .peers import PEERS  # the peers build on this module: imported once it is loaded
-
     make = PEERS.get(contestant)
     if make is not None:
         return make(case, reduction, mode)
@@ -248,23 +201,14 @@ def median_ms(call: Call, repeat: int) -> float:
     return statistics.median(samples)
 
 
-def synchronised(call: Call, array: Any) -> Call:
-    """``call``, returning once the GPU holding ``array`` is done (launches are asynchronous)."""
-    cupy = sys.modules.get("cupy")
-    if cupy is None or not isinstance(array, cupy.ndarray):
-        return call
-    return then(call, cupy.cuda.get_current_stream().synchronize)
-
-
-def then(call: Call, wait: Callable[[], object]) -> Call:
-    """``call``, then ``wait()`` (a device's synchronisation) before returning its result."""
-
-    def run() -> Any:
-        out = call()
-        wait()
-        return out
-
-    return run
+def backend_from_numpy(name: str) -> Callable[[Any], Any] | None:
+    """The ``from_numpy`` of backend ``name`` (the seam of :mod:`scatterx.backend`: where its
+    arrays live), its object loaded from the entry point ``scatterx.backends`` names it by, as
+    a tool outside scatterx finds a backend; None where it has no entry point or method."""
+    for point in entry_points(group="scatterx.backends", name=name):
+        from_numpy: Callable[[Any], Any] | None = getattr(point.load(), "from_numpy", None)
+        return from_numpy
+    return None
 
 
 def _backend(name: str, case: BenchCase, reduction: str, mode: Mode) -> Call:
@@ -274,7 +218,7 @@ def _backend(name: str, case: BenchCase, reduction: str, mode: Mode) -> Call:
     could run numpy meanwhile: the timed calls are numba's compiled code.
     """
     require_backend(name)
-    from_numpy = getattr(registered()[name], "from_numpy", None)
+    from_numpy = backend_from_numpy(name)
     if from_numpy is not None and isinstance(case.data, np.ndarray):
         case = case.to(from_numpy)  # a copy where the backend's arrays live elsewhere
     data, indices, updates = case.arrays

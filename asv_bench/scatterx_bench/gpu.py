@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .cases import CASE_NAMES, FLOOR, BenchCase, Unavailable, make_call, make_case, median_ms
+from .base import FLOOR, BenchCase, Unavailable, synchronised
+from .cases import CASE_NAMES, make_call, make_case, median_ms
 from .peers import TORCH_DETERMINISTIC
 
 TARGET_VS_TORCH = 1.0
@@ -240,8 +241,6 @@ def cupy_strategies(case: BenchCase, reduction: str) -> tuple[str, Timing]:
     from scatterx_cupy._layout import layout
     from scatterx_cupy._run import scatter_elements as run_strategy
     from scatterx_cupy._run import strategy
-
-    from .cases import synchronised
 
     request = normalise(*case.arrays, case.axis, reduction)
     lay = layout(request.shape, request.index_shape, request.axis)

@@ -1,6 +1,6 @@
 """scatterx on the arrays of other libraries (torch CPU tensors, JAX CPU arrays) and their peers.
 
-``python -m scatterx bench --library torch`` times the same scatterx call on a library's
+``python asv_bench/bench.py --library torch`` times the same scatterx call on a library's
 arrays and on NumPy arrays side by side (performance.md: within 1.1x, at most 5 microseconds
 more on the 3x3 call), and the library's own scatter beside them: ``torch.scatter`` /
 ``torch.scatter_reduce(include_self=True)``, and ``.at[].set/add/max`` under ``jax.jit``.
@@ -18,7 +18,9 @@ from typing import Any
 
 from scatterx import BackendError, scatter_elements
 
-from .cases import BenchCase, Call, Unavailable, make_call, require
+from .base import BenchCase, Call, Unavailable, require
+from .cases import make_call
+from .dask_arrays import to_dask
 
 LIBRARIES = ("numpy", "torch", "jax", "dask")
 PEER = {"torch": "torch.scatter_reduce", "jax": "jax .at[] jit"}
@@ -26,11 +28,6 @@ PEER_NOTE = {
     "torch": "torch.scatter for none, torch.scatter_reduce(include_self=True) otherwise",
     "jax": ".at[].set/add/max(mode='promise_in_bounds') under jax.jit, compiled beforehand; "
     "the order of duplicate indices under set is unspecified: a speed peer only",
-}
-_INSTALL = {
-    "torch": "pip install torch",
-    "jax": "pip install 'scatterx[jax]'",
-    "dask": "pip install 'scatterx[dask]'",
 }
 _JAX_AT = {"none": "set", "add": "add", "mul": "multiply", "max": "max", "min": "min"}
 
@@ -45,11 +42,7 @@ def require_library(library: str) -> None:
     if library not in LIBRARIES:
         msg = f"unknown library {library!r}; the libraries are {', '.join(LIBRARIES)}"
         raise ValueError(msg)
-    try:
-        require(library)
-    except Unavailable as exc:
-        msg = f"{library} is not installed ({_INSTALL[library]})"
-        raise Unavailable(msg) from exc
+    require(library)
 
 
 @contextlib.contextmanager
@@ -71,7 +64,7 @@ def arrays_of(library: str) -> Iterator[None]:
 
 def to_library(case: BenchCase, library: str) -> BenchCase:
     """``case`` with its arrays made once in ``library``: zero-copy for torch, copied for JAX,
-    Dask arrays chunked as :func:`.dask_bench.to_dask` does by default.
+    Dask arrays chunked as :func:`.dask_arrays.to_dask` does by default.
 
     JAX arrays are made inside :func:`arrays_of`, which keeps their int64 indices.
     """
@@ -79,8 +72,6 @@ def to_library(case: BenchCase, library: str) -> BenchCase:
     if library == "numpy":
         return case
     if library == "dask":
-        from .dask_bench import to_dask
-
         return to_dask(case)
     if library == "torch":
         import torch

@@ -1,4 +1,4 @@
-"""The table of ``python -m scatterx bench --library torch|jax``: one library against NumPy.
+"""The table of ``python asv_bench/bench.py --library torch|jax``: one library against NumPy.
 
 For each standard case and reduction, each backend's scatterx call on the library's arrays
 and the same call on NumPy arrays, timed in turns (:func:`.libraries.paired_ms`), their
@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cases import BenchCase, Call, Unavailable, median_ms, spec_example
+from .base import BenchCase, Call, Unavailable
+from .cases import median_ms, spec_example
 from .libraries import (
     PEER,
     PEER_NOTE,

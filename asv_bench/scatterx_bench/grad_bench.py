@@ -1,4 +1,4 @@
-"""``python -m scatterx bench --grad``: forward + backward on torch CPU tensors, scatterx
+"""``python asv_bench/bench.py --grad``: forward + backward on torch CPU tensors, scatterx
 against ``torch.scatter_reduce(include_self=True)`` with torch's own autograd.
 
 Two training cases, reduction ``add``: performance.md's embedding-grad case, and message
@@ -14,11 +14,12 @@ from __future__ import annotations
 import statistics
 import zlib
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from .cases import Call, make_case, median_ms, require
+from .base import BenchCase, Call, require
+from .cases import make_case, median_ms
 
 #: The whole step, and its forward alone (the backward is their difference).
 PHASES = ("step", "forward")
@@ -27,37 +28,25 @@ CONTESTANTS = ("scatterx", "torch")
 MESSAGE_PASSING = (50_000, 250_000, 64)
 
 
-class GradCase(NamedTuple):
-    """NumPy inputs of one case: float32 data and updates, int64 indices, the axis."""
-
-    name: str
-    data: np.ndarray[Any, Any]
-    indices: np.ndarray[Any, Any]
-    updates: np.ndarray[Any, Any]
-    axis: int
-
-
-def grad_cases(scale: float = 1.0) -> list[GradCase]:
-    """The embedding-grad and message-passing cases, their first dimensions scaled."""
+def grad_cases(scale: float = 1.0) -> list[BenchCase]:
+    """The embedding-grad and message-passing cases, their first dimensions scaled: NumPy
+    float32 data and updates, int64 indices."""
     embedding = make_case("embedding-grad", scale)
     nodes, edges, features = MESSAGE_PASSING
     nodes, edges = max(1, round(nodes * scale)), max(1, round(edges * scale))
     rng = np.random.default_rng(zlib.crc32(b"message-passing"))
     targets = rng.integers(0, nodes, size=(edges, 1), dtype=np.int64)
-    messages = GradCase(
+    messages = BenchCase(
         "message-passing",
         rng.random((nodes, features), dtype=np.float32),
         np.ascontiguousarray(np.broadcast_to(targets, (edges, features))),
         rng.random((edges, features), dtype=np.float32),
         0,
     )
-    first = GradCase(
-        "embedding-grad", embedding.data, embedding.indices, embedding.updates, embedding.axis
-    )
-    return [first, messages]
+    return [embedding, messages]
 
 
-def steps(case: GradCase, contestant: str) -> dict[str, Call]:
+def steps(case: BenchCase, contestant: str) -> dict[str, Call]:
     """The step and its forward, on fresh leaves of ``case``."""
     import torch
 
@@ -90,7 +79,7 @@ def steps(case: GradCase, contestant: str) -> dict[str, Call]:
     return {"step": step, "forward": forward}
 
 
-def time_case(case: GradCase, repeat: int, rounds: int = 2) -> dict[str, dict[str, float]]:
+def time_case(case: BenchCase, repeat: int, rounds: int = 2) -> dict[str, dict[str, float]]:
     """Median ms of each phase of each contestant: blocks of ``repeat`` calls, the
     contestants taking turns block by block for ``rounds`` rounds."""
     require("torch")

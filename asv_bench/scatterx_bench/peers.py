@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .cases import FLOOR, BenchCase, Call, Mode, Unavailable, require, synchronised, then
+from .base import FLOOR, BenchCase, Call, Mode, Unavailable, require, synchronised, then
 
 #: The name of the peer that is torch under ``torch.use_deterministic_algorithms(True)``.
 TORCH_DETERMINISTIC = "torch-deterministic"

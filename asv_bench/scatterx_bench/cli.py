@@ -1,4 +1,4 @@
-"""``python -m scatterx bench``: scatterx's backends, the peers and the copy floor, side by side.
+"""``python asv_bench/bench.py``: scatterx's backends, the peers and the copy floor, side by side.
 
 Each case and reduction in each mode of ``--mode``: a new array per call, and data updated
 in place (``out=data`` and the peers' in-place calls, :data:`.cases.IN_PLACE_NOTES`).
@@ -25,18 +25,22 @@ from pathlib import Path
 
 from scatterx import backends
 
-from .cases import (
-    ALL_CASE_NAMES,
+from .base import (
     BENCH_EXTRA,
-    CPU_PEERS,
     FLOOR,
-    IN_PLACE_NOTES,
     MODES,
-    REDUCTIONS,
+    NUMBA_COMPILE_MODES,
     BenchCase,
     Call,
     Mode,
     Unavailable,
+    numba_compile,
+)
+from .cases import (
+    ALL_CASE_NAMES,
+    CPU_PEERS,
+    IN_PLACE_NOTES,
+    REDUCTIONS,
     make_call,
     make_case,
     median_ms,
@@ -48,10 +52,13 @@ from .libraries import LIBRARIES, arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
 from .report import StandardRow, record, write_json
 
+#: The command that runs :func:`main` from a checkout (``python -m scatterx bench`` too).
+PROG = "python asv_bench/bench.py"
 
-def _parser() -> argparse.ArgumentParser:
+
+def _parser(prog: str = PROG) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m scatterx bench",
+        prog=prog,
         description="Median milliseconds of every available backend, the peers and the "
         "copy floor on performance.md's standard cases, measured in one process. "
         f"Peers that are not installed are skipped, with what to install ({BENCH_EXTRA}).",
@@ -70,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
         help="repeatable (default: both): new, a new array per call; in-place, a data array "
         "of the benchmark's own updated by every call (scatterx's out=data, torch's "
         "Tensor.scatter_, NumPy's put_along_axis and ufunc.at on data itself)",
+    )
+    parser.add_argument(
+        "--numba-compile",
+        choices=NUMBA_COMPILE_MODES,
+        default="wait",
+        help="how automatic choice meets numba code not compiled yet, in this process and "
+        "the workers it starts (SCATTERX_NUMBA_COMPILE): wait (the default) times compiled "
+        "code; background leaves a call to numpy while numba compiles",
     )
     parser.add_argument("--size", type=float, default=1.0, help="scale of the shapes")
     parser.add_argument("--repeat", type=int, default=7, help="timed calls per contestant")
@@ -321,9 +336,12 @@ def _load() -> float | None:
         return None
 
 
-def main(argv: list[str]) -> int:
-    """Run the benchmark and print the table(s); returns the exit status."""
-    parser = _parser()
+def main(argv: list[str], prog: str = PROG) -> int:
+    """Run the benchmark and print the table(s); returns the exit status.
+
+    ``prog`` is the command's name, in its help and in the record of ``--json``.
+    """
+    parser = _parser(prog)
     args = parser.parse_args(argv)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         parser.error(f"--plot needs matplotlib: {BENCH_EXTRA}")
@@ -333,8 +351,12 @@ def main(argv: list[str]) -> int:
         parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
     if args.grad and (args.json or args.plot or args.library):
         parser.error("--grad prints its own table: it takes no --json, --plot or --library")
-    if args.grad:
-        return _grad(args)
+    with numba_compile(args.numba_compile):
+        return _grad(args) if args.grad else _run(args, argv, prog)
+
+
+def _run(args: argparse.Namespace, argv: list[str], prog: str) -> int:
+    """The standard table, the libraries' tables, their record and charts."""
     load = [_load()]
     rows, columns, runs = _measure(args)
     load.append(_load())
@@ -353,7 +375,7 @@ def main(argv: list[str]) -> int:
     if args.json or args.plot:
         in_place = any(row.mode == "in-place" for row in rows)
         notes = IN_PLACE_NOTES if in_place else ()
-        data = record(rows, columns, argv, args.repeat, list(CPU_PEERS), notes)
+        data = record(rows, columns, [prog, *argv], args.repeat, list(CPU_PEERS), notes)
         data["machine"]["load_average_1min"] = {"start": load[0], "end": load[1]}
         data["libraries"] = {run.library: run.record() for run in runs}
         if args.json:
