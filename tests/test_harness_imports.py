@@ -1,4 +1,5 @@
-"""The benchmark harness (asv_bench/scatterx_bench): no import circle, nothing changed at import.
+"""The front-end and the benchmark harness (asv_bench/scatterx_bench): no import circle;
+nothing changed at import of the harness.
 
 The import graph is read from the source with :mod:`ast`, every import counted, those inside
 functions too: an import moved into a function hides a circle from Python, not from a reader.
@@ -15,39 +16,42 @@ from _subprocess import run_python
 
 PACKAGE = "scatterx_bench"
 HARNESS = Path(__file__).resolve().parents[1] / "asv_bench" / PACKAGE
+FRONT_END = Path(__file__).resolve().parents[1] / "src" / "scatterx"
 Graph = dict[str, set[str]]
 
 
-def harness_imports(source: str, module: str) -> set[str]:
-    """The harness modules that the source of harness module ``module`` imports, anywhere."""
+def harness_imports(source: str, module: str, package: str = PACKAGE) -> set[str]:
+    """The modules of ``package`` that the source of its module ``module`` imports, anywhere."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.update(_inside(alias.name) for alias in node.names)
+            found.update(_inside(alias.name, package) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level > 1:
                 msg = f"{module}: an import from above the harness ({'.' * node.level})"
                 raise ValueError(msg)
-            base = node.module if node.level == 0 else f"{PACKAGE}.{node.module or ''}"
+            base = node.module if node.level == 0 else f"{package}.{node.module or ''}"
             if base is None:
                 continue
             base = base.rstrip(".")
-            found.add(_inside(base))
-            if base == PACKAGE:  # from . import cases: the names are modules
+            found.add(_inside(base, package))
+            if base == package:  # from . import cases: the names are modules
                 found.update(alias.name for alias in node.names)
     return found - {"", module}
 
 
-def _inside(name: str) -> str:
-    """``cases`` for ``scatterx_bench.cases``; ``""`` for a module outside the harness."""
+def _inside(name: str, package: str) -> str:
+    """``cases`` for ``scatterx_bench.cases``; ``""`` for a module outside the package."""
     first, _, rest = name.partition(".")
-    return rest.partition(".")[0] if first == PACKAGE else ""
+    return rest.partition(".")[0] if first == package else ""
 
 
 def import_graph(folder: Path) -> Graph:
-    """Module -> the harness modules it imports, for every module of the package ``folder``."""
+    """Module -> the modules of the package ``folder`` it imports, for each of its modules."""
     modules = {path.stem: path for path in sorted(folder.glob("*.py"))}
-    graph = {name: harness_imports(path.read_text(), name) for name, path in modules.items()}
+    graph = {
+        name: harness_imports(path.read_text(), name, folder.name) for name, path in modules.items()
+    }
     graph.pop("__init__", None)
     for targets in graph.values():
         targets.discard("__init__")
@@ -83,6 +87,23 @@ def test_the_harness_has_no_import_circle() -> None:
     assert "cases" in graph["cli"]  # the graph holds the harness's imports
     cycle = find_cycle(graph)
     assert cycle is None, f"import circle in {HARNESS}: {' -> '.join(cycle or [])}"
+
+
+def test_the_front_end_has_no_import_circle() -> None:
+    graph = import_graph(FRONT_END)
+    assert {"_api", "_pipeline", "_plan", "_validate", "_interop"} <= set(graph)
+    assert "_pipeline" in graph["_api"]
+    cycle = find_cycle(graph)
+    assert cycle is None, f"import circle in {FRONT_END}: {' -> '.join(cycle or [])}"
+
+
+def test_the_front_ends_modules_are_under_400_lines() -> None:
+    long = {
+        path.name: n
+        for path in sorted(FRONT_END.glob("*.py"))
+        if (n := len(path.read_text().splitlines())) >= 400
+    }
+    assert not long, long
 
 
 def test_an_import_inside_a_function_closes_a_circle() -> None:

@@ -91,3 +91,65 @@ def why_reduction_undefined(key: str, reduction: str) -> str | None:
     if reduction in DTYPE_REDUCTIONS[key]:
         return None
     return _WHY_UNDEFINED.get((_family(key), reduction), "not defined by the contract")
+
+
+_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+
+
+def native(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    return dtype if dtype.isnative else np.dtype(dtype.newbyteorder("="))
+
+
+def numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
+    """The NumPy dtype of a dtype of any library: NumPy's own, or one of the same name.
+
+    ``torch.float32`` and ``array_api_strict.float32`` name ``float32``; ``bfloat16`` is
+    ml_dtypes'.
+    """
+    try:
+        dtype: np.dtype[Any] | None = np.dtype(given)
+    except TypeError:
+        dtype = _named_dtype(str(given).rpartition(".")[2])
+    if dtype is None:
+        msg = f"{role} has dtype {given}, which the contract does not define"
+        raise TypeError(msg)
+    return dtype
+
+
+#: The dtype names other libraries share with NumPy: the contract's numbers and bool
+#: (bfloat16 is ml_dtypes').
+_SHARED_NAMES = frozenset(DTYPE_KEYS[: DTYPE_KEYS.index("complex128") + 1]) - {"bfloat16"}
+
+
+def _named_dtype(name: str) -> np.dtype[Any] | None:
+    if name in _SHARED_NAMES:
+        return np.dtype(name)
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            msg = "bfloat16 arrays need ml_dtypes, NumPy's bfloat16: pip install ml_dtypes"
+            raise TypeError(msg) from None
+        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
+        return bfloat16
+    return None
+
+
+def check_index_dtype(index_dtype: Any) -> None:
+    index_dtype = numpy_dtype(index_dtype, "indices")
+    if native(index_dtype) not in _INDEX_DTYPES:
+        msg = (
+            f"indices must be int32 or int64; got {index_dtype}. "
+            "Convert them with indices.astype(np.int64)"
+        )
+        raise TypeError(msg)
+
+
+def data_key(data_dtype: Any) -> str:
+    """The contract's dtype key of ``data``'s dtype (of any library); TypeError if none."""
+    data_dtype = numpy_dtype(data_dtype, "data")
+    key = dtype_key(data_dtype)
+    if key is None:
+        msg = f"data has dtype {data_dtype}, which the contract does not define"
+        raise TypeError(msg)
+    return key

@@ -126,7 +126,7 @@ def _gather(axis: int, choice: Configured, shape: tuple[int, ...], host: Host) -
     return gather
 
 
-def _rules(names: Configured) -> Rules:
+def _rules(names: Any) -> Rules:
     """The gradient's operations in JAX: scatterx's own calls (traced: callbacks again)."""
     import jax.numpy as jnp
 

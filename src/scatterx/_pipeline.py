@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from . import _jax, _torch_grad
 from ._config import Configured, configured
-from ._interop import NUMPY, TRACED, Library, library_of
+from ._interop import NUMPY, TRACED, Library
+from ._libraries import library_of
 from ._plan import Carried, Decision, decide, decide_for_blocks, explain_plan
 from ._registry import current
 from ._request import GatherRequest, Request, ScatterRequest
@@ -75,11 +78,14 @@ def scatter(
     data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any, backend: Any
 ) -> Any:
     """The pipeline of :func:`scatterx.scatter_elements`."""
+    if out is None and type(data) is np.ndarray:  # indices and updates join it, or are refused
+        request: Request = normalise(data, indices, updates, axis, reduction)
+        return execute(decide(request, configured(backend)), data)
     if _torch_grad.compiling():
         return _torch_grad.eager(scatter)(data, indices, updates, axis, reduction, out, backend)
     if out is None:
         adopted = adopt(data, indices, updates)
-        request: Request = normalise(*adopted.arrays, axis, reduction)
+        request = normalise(*_three(adopted.arrays), axis, reduction)
     else:
         adopted = Adopted((), library_of(type(data)), None)
         request = normalise(data, indices, updates, axis, reduction, out)
@@ -88,11 +94,14 @@ def scatter(
 
 def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
     """The pipeline of :func:`scatterx.gather_elements`."""
+    if out is None and type(data) is np.ndarray:
+        request: Request = normalise_gather(data, indices, axis)
+        return execute(decide(request, configured(backend)), data)
     if _torch_grad.compiling():
         return _torch_grad.eager(gather)(data, indices, axis, out, backend)
     if out is None:
         adopted = adopt(data, indices)
-        request: Request = normalise_gather(*adopted.arrays, axis)
+        request = normalise_gather(*_two(adopted.arrays), axis)
     else:
         adopted = Adopted((), library_of(type(data)), None)
         request = normalise_gather(data, indices, axis, out)
@@ -141,9 +150,10 @@ def _host(request: Request) -> Callable[..., Any]:
         if batch == 0:
             on_host = request.with_arrays(arrays, NUMPY, "cpu")
             return run(on_host, choice, None, None, arrays[0])
+        axis = request.axis + batch
         if isinstance(request, GatherRequest):
-            return gather(*arrays, request.axis + batch, None, choice)
-        return scatter(*arrays, request.axis + batch, request.reduction, None, choice)
+            return gather(arrays[0], arrays[1], axis, None, choice)
+        return scatter(arrays[0], arrays[1], arrays[2], axis, request.reduction, None, choice)
 
     return host
 
@@ -162,13 +172,13 @@ def explain_scatter(
 ) -> Decision:
     """The pipeline of :func:`scatterx.explain`, up to the decision."""
     adopted = adopt(data, indices, updates)
-    return explain(normalise(*adopted.arrays, axis, reduction), adopted, backend)
+    return explain(normalise(*_three(adopted.arrays), axis, reduction), adopted, backend)
 
 
 def explain_gather(data: Any, indices: Any, axis: Any, backend: Any) -> Decision:
     """The pipeline of :func:`scatterx.explain_gather`, up to the decision."""
     adopted = adopt(data, indices)
-    return explain(normalise_gather(*adopted.arrays, axis), adopted, backend)
+    return explain(normalise_gather(*_two(adopted.arrays), axis), adopted, backend)
 
 
 def block_call(
@@ -186,3 +196,13 @@ def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], 
 def _block(request: ScatterRequest | GatherRequest, like: Any) -> tuple[str, Callable[[], Any]]:
     plan = decide_for_blocks(request)
     return plan.backend.name, lambda: execute(plan, like)
+
+
+def _three(arrays: tuple[Any, ...]) -> tuple[Any, Any, Any]:
+    data, indices, updates = arrays
+    return data, indices, updates
+
+
+def _two(arrays: tuple[Any, ...]) -> tuple[Any, Any]:
+    data, indices = arrays
+    return data, indices

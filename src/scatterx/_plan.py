@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 from ._config import Configured, Names, configured
 from ._errors import BackendError
-from ._interop import Route, route_for
+from ._interop import Route
+from ._libraries import route_for
 from ._protocol import Backend, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import current, registered, serves
 from ._request import GatherRequest, Request
@@ -132,14 +133,14 @@ def why_not_served(backend: Backend, request: Request, automatic: bool) -> str |
 
 
 def decision_key(request: Request) -> Hashable | None:
-    """What an automatic choice is remembered by: the metadata, the out mode (none,
-    another array, in place) and the arrays' strides, which a backend's choice of
-    kernels (and so whether they are compiled yet) may depend on."""
-    key = request.key
-    if key is None:
-        return None
-    mode = None if request.out is None else request.out is request.data
-    return key, mode, tuple(getattr(a, "strides", None) for a in request.arrays)
+    """What an automatic choice is remembered by: the metadata with the arrays' layout
+    (``request.key``) and the out mode (another array, or data in place) with out's
+    layout, which a backend's choice of kernels (and so whether they are compiled yet)
+    may depend on."""
+    key, out = request.key, request.out
+    if key is None or out is None:
+        return key
+    return key, out is request.data, getattr(out, "strides", None)
 
 
 def _automatic(asker: _Asker) -> tuple[Plan | None, bool]:
@@ -154,9 +155,11 @@ def _automatic(asker: _Asker) -> tuple[Plan | None, bool]:
             return Plan(backend, None, request), lasting
         lasting = lasting and not isinstance(why, TransientReason)
     carried = asker.carried()
-    if isinstance(carried, str) or isinstance(carried[1], str):
+    if isinstance(carried, str):
         return None, lasting
     route, carried_request = carried
+    if isinstance(carried_request, str):
+        return None, lasting
     for backend in registry.serving_type(carried_request.data):
         why = why_not_served(backend, carried_request, automatic=True)
         if why is None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ._interop import NUMPY
 from ._plan import Plan
-from ._request import GatherRequest, Request
+from ._request import Request, ScatterRequest
 from ._validate_out import settled
 
 
@@ -45,10 +45,10 @@ def execute_into(plan: Plan, like: Any, checked: Request) -> None:
 def _call(backend: Any, request: Request) -> Any:
     """Run ``request`` on ``backend``. With ``out``, the result ends up there: a backend that
     returned a new array (or cannot write into ``out``) has it copied in, once it succeeded."""
-    if isinstance(request, GatherRequest):
-        result = backend.gather_elements(request)
-    else:
+    if type(request) is ScatterRequest:
         result = backend.scatter_elements(request)
+    else:
+        result = backend.gather_elements(request)
     if request.out is None or result is request.out:
         return result
     request.out[...] = result

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -23,10 +22,11 @@ from ._grad import Rules, gather_vjp, scatter_vjp
 from ._request import GatherRequest, Request, ScatterRequest
 
 
-def recorded(request: Request, out: Any, run: Callable[[Request], Any]) -> Any:
+def recorded(request: Request, out: Any, run: Any) -> Any:
     """The call of ``request`` (torch tensors, one of which requires grad): recorded by
     autograd where grad mode is on, else run on the detached tensors, as torch's own
-    operations do. ``run`` runs a request of detached tensors; it decides its backend.
+    operations do. ``run`` (the pipeline's ``Runner``) runs a request of detached tensors,
+    deciding its backend; its ``choice`` is the one the backward's calls keep.
     """
     import torch
 

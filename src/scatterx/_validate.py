@@ -10,12 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import DTYPE_KEYS, REDUCTIONS, dtype_key, why_reduction_undefined
-from ._interop import library_of, type_name
+from ._dtypes import (
+    REDUCTIONS,
+    check_index_dtype,
+    data_key,
+    native,
+    numpy_dtype,
+    why_reduction_undefined,
+)
+from ._interop import type_name
+from ._libraries import device_of, library_name, library_of
 from ._request import ScatterRequest
 from ._validate_out import check_out
-
-_INDEX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 def _as_array(value: Any, role: str) -> Any:
@@ -52,17 +58,6 @@ def _refuse_masked(value: Any, role: str) -> None:
         raise TypeError(msg)
 
 
-def _device(array: Any) -> Any:
-    if type(array) is np.ndarray:
-        return "cpu"
-    library = library_of(type(array))
-    if library is not None:
-        return library.devices(array, array, array)[0]
-    import array_api_compat
-
-    return array_api_compat.device(array)
-
-
 def _check_reduction(reduction: Any) -> str:
     if not isinstance(reduction, str) or reduction not in REDUCTIONS:
         msg = f"reduction must be one of {', '.join(map(repr, REDUCTIONS))}; got {reduction!r}"
@@ -77,22 +72,16 @@ def _check_axis_type(axis: Any) -> int:
     return operator.index(axis)
 
 
-def _library(array: Any) -> str:
-    """The library of an array: ``numpy``, ``cupy``, ``torch``, ``jax``..."""
-    library = library_of(type(array))
-    return type(array).__module__.partition(".")[0] if library is None else library.name
-
-
 def _check_same_library(roles: dict[str, Any]) -> tuple[Any, ...]:
     """Check that the arrays (by role) share one library and device; return the devices."""
-    if len({_library(a) for a in roles.values()}) > 1:
+    if len({library_name(a) for a in roles.values()}) > 1:
         names = ", ".join(f"{role}: {type_name(type(a))}" for role, a in roles.items())
         msg = (
             f"{_listed(roles)} must come from one array library; "
             f"got {names}. scatterx never moves arrays between libraries or devices"
         )
         raise TypeError(msg)
-    devices = tuple(_device(a) for a in roles.values())
+    devices = tuple(device_of(a) for a in roles.values())
     _check_same_device(*devices)
     return devices
 
@@ -144,65 +133,6 @@ def _check_shapes(data: Shape, indices: Shape, updates: Shape, axis: int) -> int
     return axis
 
 
-def _native(dtype: np.dtype[Any]) -> np.dtype[Any]:
-    return dtype if dtype.isnative else np.dtype(dtype.newbyteorder("="))
-
-
-def _numpy_dtype(given: Any, role: str) -> np.dtype[Any]:
-    """The NumPy dtype of a dtype of any library: NumPy's own, or one of the same name.
-
-    ``torch.float32`` and ``array_api_strict.float32`` name ``float32``; ``bfloat16`` is
-    ml_dtypes'.
-    """
-    try:
-        dtype: np.dtype[Any] | None = np.dtype(given)
-    except TypeError:
-        dtype = _named_dtype(str(given).rpartition(".")[2])
-    if dtype is None:
-        msg = f"{role} has dtype {given}, which the contract does not define"
-        raise TypeError(msg)
-    return dtype
-
-
-#: The dtype names other libraries share with NumPy: the contract's numbers and bool
-#: (bfloat16 is ml_dtypes').
-_SHARED_NAMES = frozenset(DTYPE_KEYS[: DTYPE_KEYS.index("complex128") + 1]) - {"bfloat16"}
-
-
-def _named_dtype(name: str) -> np.dtype[Any] | None:
-    if name in _SHARED_NAMES:
-        return np.dtype(name)
-    if name == "bfloat16":
-        try:
-            import ml_dtypes
-        except ImportError:
-            msg = "bfloat16 arrays need ml_dtypes, NumPy's bfloat16: pip install ml_dtypes"
-            raise TypeError(msg) from None
-        bfloat16: np.dtype[Any] = np.dtype(ml_dtypes.bfloat16)
-        return bfloat16
-    return None
-
-
-def _check_index_dtype(index_dtype: Any) -> None:
-    index_dtype = _numpy_dtype(index_dtype, "indices")
-    if _native(index_dtype) not in _INDEX_DTYPES:
-        msg = (
-            f"indices must be int32 or int64; got {index_dtype}. "
-            "Convert them with indices.astype(np.int64)"
-        )
-        raise TypeError(msg)
-
-
-def data_key(data_dtype: Any) -> str:
-    """The contract's dtype key of ``data``'s dtype (of any library); TypeError if none."""
-    data_dtype = _numpy_dtype(data_dtype, "data")
-    key = dtype_key(data_dtype)
-    if key is None:
-        msg = f"data has dtype {data_dtype}, which the contract does not define"
-        raise TypeError(msg)
-    return key
-
-
 # Few combinations recur, but every width of a ``U`` or ``S`` dtype is a dtype of its own:
 # the memory is bounded.
 @lru_cache(maxsize=256)
@@ -214,10 +144,10 @@ def _dtype_key_of_call(
     ``kind`` keeps the dtypes of different libraries apart in the cache: some (those of
     array-api-strict) warn when compared with NumPy's.
     """
-    _check_index_dtype(index_dtype)
-    data_dtype = _numpy_dtype(data_dtype, "data")
-    updates_dtype = _numpy_dtype(updates_dtype, "updates")
-    if _native(data_dtype) != _native(updates_dtype):
+    check_index_dtype(index_dtype)
+    data_dtype = numpy_dtype(data_dtype, "data")
+    updates_dtype = numpy_dtype(updates_dtype, "updates")
+    if native(data_dtype) != native(updates_dtype):
         msg = (
             f"updates must have the dtype of data (no silent casting); got updates "
             f"{updates_dtype} and data {data_dtype}"
@@ -234,7 +164,7 @@ def _dtype_key_of_call(
 @lru_cache(maxsize=256)
 def gather_dtype_key(kind: str, data_dtype: Any, index_dtype: Any) -> str:
     """The dtype key of a gather, checked (as :func:`_dtype_key_of_call`)."""
-    _check_index_dtype(index_dtype)
+    check_index_dtype(index_dtype)
     return data_key(data_dtype)
 
 
@@ -297,6 +227,7 @@ def _request(
         indices.dtype,
         updates.dtype,
         devices,
+        layout(data, indices, updates),
     )
     checked_axis, dtype_key = checked_key(key)
     return ScatterRequest(
@@ -333,7 +264,7 @@ Checked = Any  # functools' _lru_cache_wrapper[tuple[int, str]]: private to type
 @lru_cache(maxsize=1024)
 def _checked(key: Key) -> tuple[int, str]:
     """The axis and dtype key of a call's metadata ``key`` (see :func:`normalise`)."""
-    _, _, axis, _, reduction, data, indices, updates, *dtypes, devices = key
+    _, _, axis, _, reduction, data, indices, updates, *dtypes, devices, _ = key
     reduction = _check_reduction(reduction)
     _check_same_device(*devices)
     shapes = tuple(data), tuple(indices), tuple(updates)
@@ -391,6 +322,18 @@ def _known_shape(array: Any, role: str) -> Shape:
     raise ValueError(msg)
 
 
+def layout(*arrays: Any) -> tuple[Any, ...] | None:
+    """The arrays' strides: what tells their layouts apart, where they have them (NumPy's
+    and CuPy's arrays, and so the arrays a route carries to a backend); else None.
+
+    Part of a request's key: a backend's choice of kernels may depend on the layout.
+    """
+    try:
+        return tuple([a.strides for a in arrays])
+    except AttributeError:
+        return None
+
+
 def hashable_or_none(key: Key) -> Hashable | None:
     """``key``, or None where it cannot be hashed (an unhashable device): such calls are
     decided afresh each time."""
@@ -433,7 +376,8 @@ def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) 
     checked_axis = _check_shapes(shapes[0], shapes[1], shapes[2], checked_axis)
     dtypes = (data.dtype, indices.dtype, updates.dtype)
     dtype_key = _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
-    key = hashable_or_none((type(data), checked_axis, reduction, *shapes, *dtypes, device))
+    metadata = (*shapes, *dtypes, device, layout(data, indices, updates))
+    key = hashable_or_none((type(data), checked_axis, reduction, *metadata))
     array_type = type_name(type(data))
     return ScatterRequest(
         data, indices, updates, checked_axis, reduction, array_type, dtype_key, device, key

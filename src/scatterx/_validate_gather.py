@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ._interop import library_of
+from ._interop import type_name
+from ._libraries import library_of
 from ._request import GatherRequest
 from ._validate import (
     STRING_KEYS,
@@ -23,8 +24,8 @@ from ._validate import (
     checked_key,
     gather_dtype_key,
     hashable_or_none,
+    layout,
     prepared,
-    type_name,
 )
 from ._validate_out import check_out
 
@@ -60,7 +61,7 @@ def _request(
     data: Any, indices: Any, axis: Any, devices: tuple[Any, ...], array_type: str
 ) -> GatherRequest:
     key: Key = (GATHER, type(data), type(axis), axis, data.shape, indices.shape)
-    key = (*key, data.dtype, indices.dtype, devices)
+    key = (*key, data.dtype, indices.dtype, devices, layout(data, indices))
     checked_axis, dtype_key = checked_key(key, _checked)
     return GatherRequest(data, indices, checked_axis, array_type, dtype_key, devices[0], key)
 
@@ -68,7 +69,7 @@ def _request(
 @lru_cache(maxsize=1024)
 def _checked(key: Key) -> tuple[int, str]:
     """The axis and dtype key of a gather's metadata ``key``."""
-    _, _, _, axis, data, indices, data_dtype, index_dtype, devices = key
+    _, _, _, axis, data, indices, data_dtype, index_dtype, devices, _ = key
     _check_same_device(*devices)
     checked_axis = _check_shapes(
         tuple(data), tuple(indices), tuple(indices), _check_axis_type(axis)
@@ -82,6 +83,6 @@ def _validate(data: Any, indices: Any, axis: Any) -> GatherRequest:
     (data, indices), device, (data_shape, index_shape) = prepared(data, indices)
     checked_axis = _check_shapes(data_shape, index_shape, index_shape, checked_axis)
     dtype_key = gather_dtype_key(type(data.dtype).__module__, data.dtype, indices.dtype)
-    metadata = (data_shape, index_shape, data.dtype, indices.dtype, device)
+    metadata = (data_shape, index_shape, data.dtype, indices.dtype, device, layout(data, indices))
     key = hashable_or_none((GATHER, type(data), checked_axis, *metadata))
     return GatherRequest(data, indices, checked_axis, type_name(type(data)), dtype_key, device, key)

@@ -14,6 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ._dtypes import numpy_dtype
+from ._interop import type_name
+from ._libraries import device_of, library_name
 from ._request import GatherRequest, Request
 
 #: Libraries whose arrays cannot be written into, and why.
@@ -28,22 +31,20 @@ def check_out(out: Any, data: Any, shape: tuple[int, ...], what: str) -> Any:
 
     ``shape`` is the shape the result has, ``what`` says whose shape that is.
     """
-    from ._validate import _library, _numpy_dtype, type_name
-
     if isinstance(out, np.ndarray):
         _refuse_masked(out)
         out = np.asarray(out)  # a subclass (np.memmap) as a view of its memory
     elif not hasattr(out, "shape") or not hasattr(out, "dtype"):
         msg = f"out must be an array to write the result into; got {type(out).__name__}"
         raise TypeError(msg)
-    library = _library(out)
+    library = library_name(out)
     if library in _IMMUTABLE:
         msg = (
             f"out= cannot be a {type_name(type(out))}: {_IMMUTABLE[library]}; "
             "use the array the call returns"
         )
         raise TypeError(msg)
-    if library != _library(data):
+    if library != library_name(data):
         msg = (
             f"out must come from the array library of data; got out: {type_name(type(out))}, "
             f"data: {type_name(type(data))}"
@@ -53,7 +54,7 @@ def check_out(out: Any, data: Any, shape: tuple[int, ...], what: str) -> Any:
     if tuple(out.shape) != shape:
         msg = f"out must have the shape of {what}, {shape}; got {tuple(out.shape)}"
         raise ValueError(msg)
-    if _numpy_dtype(out.dtype, "out") != _numpy_dtype(data.dtype, "data"):
+    if numpy_dtype(out.dtype, "out") != numpy_dtype(data.dtype, "data"):
         msg = f"out must have the dtype of data, {data.dtype} (no casting); got {out.dtype}"
         raise TypeError(msg)
     _check_torch_flags(out)
@@ -68,9 +69,7 @@ def _refuse_masked(out: Any) -> None:
 
 
 def _check_device(out: Any, data: Any) -> None:
-    from ._validate import _device
-
-    out_device, data_device = _device(out), _device(data)
+    out_device, data_device = device_of(out), device_of(data)
     if out_device != data_device:
         msg = f"out must be on the device of data; got out: {out_device}, data: {data_device}"
         raise TypeError(msg)
