@@ -25,8 +25,12 @@ from ._request import GatherRequest, Request
 logger = logging.getLogger("scatterx")
 
 
-class Plan(NamedTuple):
-    """The backend that runs a call, the route to it, and the request it runs.
+class Plan(tuple[Backend, "Route | None", Request]):
+    """The backend that runs a call, the route to it, and the request it runs:
+    ``(backend, route, request)``.
+
+    A plain tuple with named members (made at every call: a NamedTuple's constructor
+    costs a small call a fifth of a microsecond more).
 
     Attributes
     ----------
@@ -38,9 +42,22 @@ class Plan(NamedTuple):
         The request as the backend receives it: carried by ``route`` where there is one.
     """
 
-    backend: Backend
-    route: Route | None
-    request: Request
+    __slots__ = ()
+
+    @property
+    def backend(self) -> Backend:
+        """The backend chosen."""
+        return self[0]
+
+    @property
+    def route(self) -> Route | None:
+        """How the caller's arrays reach the backend; None: natively."""
+        return self[1]
+
+    @property
+    def request(self) -> Request:
+        """The request as the backend receives it."""
+        return self[2]
 
 
 class Carried(NamedTuple):
@@ -152,7 +169,7 @@ def _automatic(asker: _Asker) -> tuple[Plan | None, bool]:
     for backend in registry.serving_type(request.data):
         why = why_not_served(backend, request, automatic=True)
         if why is None:
-            return Plan(backend, None, request), lasting
+            return Plan((backend, None, request)), lasting
         lasting = lasting and not isinstance(why, TransientReason)
     carried = asker.carried()
     if isinstance(carried, str):
@@ -163,7 +180,7 @@ def _automatic(asker: _Asker) -> tuple[Plan | None, bool]:
     for backend in registry.serving_type(carried_request.data):
         why = why_not_served(backend, carried_request, automatic=True)
         if why is None:
-            return Plan(backend, route, carried_request), lasting
+            return Plan((backend, route, carried_request)), lasting
         lasting = lasting and not isinstance(why, TransientReason)
     return None, lasting
 
@@ -181,8 +198,8 @@ def _remembered(request: Request, carried: Carried | None) -> Plan | None:
     if found is not None:
         backend, route = found
         if carried is not None:
-            return Plan(backend, carried.route, request)
-        return Plan(backend, route, request if route is None else route.carry(request))
+            return Plan((backend, carried.route, request))
+        return Plan((backend, route, request if route is None else route.carry(request)))
     plan, lasting = _automatic(_Asker(request, True, carried))
     if key is not None and plan is not None and lasting:
         registry.remember(key, (plan.backend, None if carried else plan.route))
@@ -195,7 +212,7 @@ def _named(request: Request, names: Names, carried: Carried | None) -> Plan | No
     for name in names:
         why, route, asked = asker.ask(known[name])
         if why is None:
-            return Plan(known[name], route, asked)
+            return Plan((known[name], route, asked))
     return None
 
 

@@ -32,9 +32,9 @@ def execute_into(plan: Plan, like: Any, checked: Request) -> None:
     ``checked`` is the request whose ``out`` was checked against the inputs' memory
     already; a request carried since is checked here, as the backend receives it.
     """
-    if plan.request is not checked:
-        plan = plan._replace(request=settled(plan.request))
     backend, route, request = plan
+    if request is not checked:
+        request = settled(request)
     if route is None or route.carrier == NUMPY:
         _call(backend, request)
         return

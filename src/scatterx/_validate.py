@@ -18,7 +18,7 @@ from ._dtypes import (
     numpy_dtype,
     why_reduction_undefined,
 )
-from ._interop import type_name
+from ._interop import NUMPY, type_name
 from ._libraries import device_of, library_name, library_of
 from ._request import ScatterRequest
 from ._validate_out import check_out
@@ -176,11 +176,13 @@ def normalise(
 
     Raises the contract's ValueError or TypeError; never reads index values (but for the
     strings of object and StringDType arrays). The checks of a call of three arrays of one
-    library depend on their metadata alone, so they are remembered by it: that metadata is
-    the request's ``key``. ``out`` plays no part in the key: no backend's choice depends on it.
+    library depend on their metadata alone (with the arrays' layout), so they are remembered
+    by it: that metadata is the request's ``key``. ``out``'s mode and layout join it where a
+    decision is remembered (:func:`scatterx._plan.decision_key`).
     """
     if type(data) is type(indices) is type(updates) is np.ndarray:
-        request = _request(data, indices, updates, axis, reduction, _ON_CPU, "numpy:ndarray")
+        strides: Any = data.strides, indices.strides, updates.strides
+        request = _request(data, indices, updates, axis, reduction, _ON_CPU, NUMPY, strides)
     else:
         kind = type(data)
         library = library_of(kind)
@@ -189,7 +191,9 @@ def normalise(
             or library_of(type(indices)) is library is library_of(type(updates))
         ):
             devices = library.devices(data, indices, updates)
-            request = _request(data, indices, updates, axis, reduction, devices, type_name(kind))
+            strides = layout(data, indices, updates)
+            args = data, indices, updates, axis, reduction, devices, type_name(kind), strides
+            request = _request(*args)
         else:
             request = _validate(data, indices, updates, axis, reduction)
     if request.dtype_key in STRING_KEYS:
@@ -211,6 +215,7 @@ def _request(
     reduction: Any,
     devices: tuple[Any, Any, Any],
     array_type: str,
+    strides: Any,
 ) -> ScatterRequest:
     """The request of three arrays of one library, checked by their metadata (remembered)."""
     # The types too: axis=True must not pass as axis=1 remembered.
@@ -227,24 +232,54 @@ def _request(
         indices.dtype,
         updates.dtype,
         devices,
-        layout(data, indices, updates),
+        strides,
     )
-    checked_axis, dtype_key = checked_key(key)
+    checked, request_key = checked_key(key)
     return ScatterRequest(
-        data, indices, updates, checked_axis, reduction, array_type, dtype_key, devices[0], key
+        data,
+        indices,
+        updates,
+        checked.axis,
+        reduction,
+        array_type,
+        checked.dtype_key,
+        devices[0],
+        request_key,
     )
 
 
-def checked_key(key: Key, checked: Checked | None = None) -> tuple[int, str]:
-    """The axis and dtype key of a call's metadata ``key``, remembered where it hashes.
+class Metadata:
+    """A call's checked metadata, one object for equal metadata while it is remembered:
+    the request's ``key``, which a decision is remembered by, hashed by identity.
+
+    Attributes
+    ----------
+    axis : int
+        The axis, non-negative.
+    dtype_key : str
+        The contract's dtype key.
+    """
+
+    __slots__ = ("axis", "dtype_key")
+
+    def __init__(self, axis: int, dtype_key: str) -> None:
+        self.axis, self.dtype_key = axis, dtype_key
+
+    def __repr__(self) -> str:
+        return f"Metadata(axis={self.axis}, dtype_key={self.dtype_key!r})"
+
+
+def checked_key(key: Key, checked: Checked | None = None) -> tuple[Metadata, Hashable | None]:
+    """The checked metadata of a call's metadata ``key``, remembered where it hashes, and
+    the request's key: that metadata, or None where ``key`` does not hash (an unhashable
+    device: such calls are decided afresh each time).
 
     ``checked`` is the remembering check (an ``lru_cache``): the scatter's by default.
     """
     checked = checked or _checked
-    result: tuple[int, str]
     try:
-        result = checked(key)
-        return result
+        found: Metadata = checked(key)
+        return found, found
     except TypeError:  # unhashable (axis, reduction or device), or a check's own TypeError
         try:
             hash(key)
@@ -252,24 +287,26 @@ def checked_key(key: Key, checked: Checked | None = None) -> tuple[int, str]:
             pass
         else:
             raise  # the check's: raised once, with one traceback
-    result = checked.__wrapped__(key)
-    return result
+    found = checked.__wrapped__(key)
+    return found, None
 
 
 Key = tuple[Any, ...]
-#: A remembering check of a call's metadata: the axis and dtype key, or the error.
-Checked = Any  # functools' _lru_cache_wrapper[tuple[int, str]]: private to typeshed
+#: A remembering check of a call's metadata: its Metadata, or the error.
+Checked = Any  # functools' _lru_cache_wrapper[Metadata]: private to typeshed
 
 
 @lru_cache(maxsize=1024)
-def _checked(key: Key) -> tuple[int, str]:
+def _checked(key: Key) -> Metadata:
     """The axis and dtype key of a call's metadata ``key`` (see :func:`normalise`)."""
     _, _, axis, _, reduction, data, indices, updates, *dtypes, devices, _ = key
     reduction = _check_reduction(reduction)
     _check_same_device(*devices)
     shapes = tuple(data), tuple(indices), tuple(updates)
     checked_axis = _check_shapes(*shapes, _check_axis_type(axis))
-    return checked_axis, _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
+    return Metadata(
+        checked_axis, _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
+    )
 
 
 STRING_KEYS = frozenset({"object", "StringDType"})

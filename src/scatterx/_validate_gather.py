@@ -17,6 +17,7 @@ from ._request import GatherRequest
 from ._validate import (
     STRING_KEYS,
     Key,
+    Metadata,
     _check_axis_type,
     _check_same_device,
     _check_shapes,
@@ -62,19 +63,23 @@ def _request(
 ) -> GatherRequest:
     key: Key = (GATHER, type(data), type(axis), axis, data.shape, indices.shape)
     key = (*key, data.dtype, indices.dtype, devices, layout(data, indices))
-    checked_axis, dtype_key = checked_key(key, _checked)
-    return GatherRequest(data, indices, checked_axis, array_type, dtype_key, devices[0], key)
+    checked, request_key = checked_key(key, _checked)
+    return GatherRequest(
+        data, indices, checked.axis, array_type, checked.dtype_key, devices[0], request_key
+    )
 
 
 @lru_cache(maxsize=1024)
-def _checked(key: Key) -> tuple[int, str]:
+def _checked(key: Key) -> Metadata:
     """The axis and dtype key of a gather's metadata ``key``."""
     _, _, _, axis, data, indices, data_dtype, index_dtype, devices, _ = key
     _check_same_device(*devices)
     checked_axis = _check_shapes(
         tuple(data), tuple(indices), tuple(indices), _check_axis_type(axis)
     )
-    return checked_axis, gather_dtype_key(type(data_dtype).__module__, data_dtype, index_dtype)
+    return Metadata(
+        checked_axis, gather_dtype_key(type(data_dtype).__module__, data_dtype, index_dtype)
+    )
 
 
 def _validate(data: Any, indices: Any, axis: Any) -> GatherRequest:
