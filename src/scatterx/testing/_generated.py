@@ -113,7 +113,7 @@ def grid_draws(prefix: str, dtype: np.dtype[Any]) -> Iterator[GridDraw]:
     begins with ``prefix``: the grid of either operation."""
     for data_shape, index_shape, axis in SHAPES:
         name = f"{prefix}-{data_shape}-{index_shape}-axis{axis}"
-        rng = _rng(name)
+        rng = _rng(name)  # seeded by the name with its spaces: the cases' values stay as they were
         data = random_values(rng, dtype, data_shape)
         indices = random_indices(rng, data_shape[axis], index_shape)
         yield GridDraw(name.replace(" ", ""), rng, data, indices, axis)
