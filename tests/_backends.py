@@ -1,13 +1,18 @@
-"""Backends for tests: one that records what it runs, one that is never available."""
+"""Backends for tests: one that records what it runs, one that is never available, one
+that answers wrong."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from scatterx.backend import GatherRequest, ScatterRequest
+import scatterx
+from scatterx.backend import GatherRequest, Request, ScatterRequest
+
+#: What a WrongBackend makes of the numpy backend's answer to a request.
+Result = Callable[[Any, Request], Any]
 
 
 class Recorder:
@@ -61,3 +66,39 @@ class UnavailableBackend:
 
     def scatter_elements(self, request: ScatterRequest) -> Any:
         raise AssertionError
+
+
+class WrongBackend:
+    """float32 ``none`` only: the numpy backend's answer, then ``wrong(answer, request)``."""
+
+    priority = 1000
+    capabilities: Mapping[str, frozenset[str]] = {"float32": frozenset({"none"})}
+    version = "0"
+
+    def __init__(
+        self,
+        name: str,
+        wrong: Result,
+        array_types: tuple[str, ...] = ("numpy:ndarray",),
+    ) -> None:
+        self.name = name
+        self.wrong = wrong
+        self.array_types = array_types
+
+    def available(self) -> str | None:
+        return None
+
+    def can_run(self, request: ScatterRequest) -> str | None:
+        ok = request.dtype_key == "float32" and request.reduction == "none"
+        return None if ok else "float32 none only"
+
+    def scatter_elements(self, request: ScatterRequest) -> Any:
+        arrays = (np.asarray(a) for a in request[:3])
+        answer = scatterx.scatter_elements(*arrays, axis=request.axis, backend="numpy")
+        return self.wrong(answer, request)
+
+    def from_numpy(self, array: Any) -> Any:
+        return array
+
+    def to_numpy(self, array: Any) -> Any:
+        return array

@@ -7,9 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -18,7 +16,7 @@ import scatterx
 import scatterx.__main__ as scatterx_main
 import scatterx_bench
 import scatterx_numba
-from _backends import UnavailableBackend
+from _backends import UnavailableBackend, WrongBackend
 from _subprocess import run_python
 from scatterx._cli import run_check
 from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
@@ -120,37 +118,8 @@ def test_check_fails_a_named_backend_that_is_unavailable(clean_selection: None) 
     assert lines[-1] == "FAILED: 1 failure(s)"  # once for the backend, not once per column
 
 
-class OffByOneBackend:
-    """Adds one to every result: the check must catch it."""
-
-    name = "off-by-one"
-    array_types = ("numpy:ndarray",)
-    priority = 1000
-    capabilities: Mapping[str, frozenset[str]] = {"float32": frozenset({"none"})}
-    version = "0"
-
-    def available(self) -> str | None:
-        return None
-
-    def can_run(self, request: scatterx.backend.ScatterRequest) -> str | None:
-        ok = request.dtype_key == "float32" and request.reduction == "none"
-        return None if ok else "float32 none only"
-
-    def scatter_elements(self, request: scatterx.backend.ScatterRequest) -> Any:
-        out = scatterx.scatter_elements(
-            request.data, request.indices, request.updates, axis=request.axis, backend="numpy"
-        )
-        return out + np.float32(1)
-
-    def from_numpy(self, array: Any) -> Any:
-        return array
-
-    def to_numpy(self, array: Any) -> Any:
-        return array
-
-
 def test_check_fails_a_wrong_backend(clean_selection: None) -> None:
-    scatterx.register_backend(OffByOneBackend())
+    scatterx.register_backend(WrongBackend("off-by-one", lambda answer, _: answer + np.float32(1)))
     out = io.StringIO()
     assert run_check(["off-by-one"], out=out) == 1
     text = out.getvalue()

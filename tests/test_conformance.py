@@ -4,14 +4,14 @@ and through every array library; and the runner's checks, each shown able to fai
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any, cast
 
 import numpy as np
 import pytest
 
 import scatterx
-from _backends import UnavailableBackend
+from _backends import Result, UnavailableBackend, WrongBackend
 from scatterx.testing import (
     LIBRARIES,
     Case,
@@ -39,40 +39,6 @@ __all__ = ["pytest_generate_tests", "test_backend_matches_oracle", "test_missing
 
 SPEC = spec_cases()[0]  # float32, reduction none
 GATHER = gather_onnx_node_cases()[0]  # float32, axis 1
-Result = Callable[[Any, scatterx.backend.Request], Any]
-
-
-class WrongBackend:
-    """float32 ``none`` only: the numpy backend's answer, then ``wrong(answer, request)``."""
-
-    priority = 1000
-    capabilities: Mapping[str, frozenset[str]] = {"float32": frozenset({"none"})}
-    version = "0"
-
-    def __init__(
-        self, name: str, wrong: Result, array_types: tuple[str, ...] = ("numpy:ndarray",)
-    ) -> None:
-        self.name = name
-        self.wrong = wrong
-        self.array_types = array_types
-
-    def available(self) -> str | None:
-        return None
-
-    def can_run(self, request: scatterx.backend.ScatterRequest) -> str | None:
-        ok = request.dtype_key == "float32" and request.reduction == "none"
-        return None if ok else "float32 none only"
-
-    def scatter_elements(self, request: scatterx.backend.ScatterRequest) -> Any:
-        arrays = (np.asarray(a) for a in request[:3])
-        answer = scatterx.scatter_elements(*arrays, axis=request.axis, backend="numpy")
-        return self.wrong(answer, request)
-
-    def from_numpy(self, array: Any) -> Any:
-        return array
-
-    def to_numpy(self, array: Any) -> Any:
-        return array
 
 
 class WrongGatherer(WrongBackend):

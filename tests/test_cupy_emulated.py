@@ -9,6 +9,7 @@ indices included; ``test_cupy_out_emulated.py`` runs ``out=`` on it. A GPU run
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from _cupy_emulation import (
     run_on_host,
 )
 from scatterx._validate_gather import normalise_gather
-from scatterx.testing import all_cases, assert_bitwise_equal, reference_with_free_nans
+from scatterx.testing import Case, all_cases, assert_bitwise_equal, reference_with_free_nans
 from scatterx_cupy import CupyBackend, _compile, _fast, _gather, _run
 
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
@@ -297,23 +298,19 @@ def bad_gather_call(axis: int, index_type: str) -> tuple[tuple[Any, Any], str]:
     return (data, indices), message
 
 
-@pytest.mark.parametrize(("axis", "index_type", "small_grid"), GATHER_BAD_INDEX)
-def test_gather_first_bad_index_in_c_order_raises_like_numpy(
-    on_host: Emulator, monkeypatch: pytest.MonkeyPatch, axis: int, index_type: str, small_grid: bool
-) -> None:
-    if small_grid:
-        monkeypatch.setattr(_run, "THREADS_PER_SM", 1)
+def assert_bad_gathers_raise(gather: Callable[..., Any], axis: int, index_type: str) -> None:
+    """``gather(data, indices, axis, layouts)`` of :func:`bad_gather_call`'s arrays, in C
+    order and in other layouts, raises the numpy backend's IndexError."""
     (data, indices), message = bad_gather_call(axis, index_type)
     for layouts in (("C", "C"), ("every other", "reversed")):
-        with pytest.raises(IndexError) as emulated:
-            _gather_on_host(data, indices, axis, layouts)
-        assert str(emulated.value) == message
+        with pytest.raises(IndexError) as raised:
+            gather(data, indices, axis, layouts)
+        assert str(raised.value) == message
 
 
-def test_gather_on_the_conformance_cases(on_host: Emulator) -> None:
-    """Every conformance case of a dtype cupy holds, as a gather of its data and indices."""
-    ran = 0
-    backend = CupyBackend()
+def gather_conformance_arrays(backend: CupyBackend) -> Iterator[tuple[Case, Any, Any]]:
+    """Each conformance case that succeeds, of a dtype the backend holds, with its data and
+    indices as the backend's arrays (a case whose arrays it cannot hold left out)."""
     for case in all_cases():
         if case.error is not None or case.dtype_key not in backend.capabilities:
             continue
@@ -321,6 +318,22 @@ def test_gather_on_the_conformance_cases(on_host: Emulator) -> None:
             data, indices = (backend.from_numpy(np.asarray(a)) for a in (case.data, case.indices))
         except TypeError:
             continue
+        yield case, data, indices
+
+
+@pytest.mark.parametrize(("axis", "index_type", "small_grid"), GATHER_BAD_INDEX)
+def test_gather_first_bad_index_in_c_order_raises_like_numpy(
+    on_host: Emulator, monkeypatch: pytest.MonkeyPatch, axis: int, index_type: str, small_grid: bool
+) -> None:
+    if small_grid:
+        monkeypatch.setattr(_run, "THREADS_PER_SM", 1)
+    assert_bad_gathers_raise(_gather_on_host, axis, index_type)
+
+
+def test_gather_on_the_conformance_cases(on_host: Emulator) -> None:
+    """Every conformance case of a dtype cupy holds, as a gather of its data and indices."""
+    ran = 0
+    for case, data, indices in gather_conformance_arrays(CupyBackend()):
         expected = gather_expected(case.data, case.indices, case.axis)
         request = normalise_gather(case.data, case.indices, case.axis)
         result = _gather.gather_elements(request._replace(data=data, indices=indices))

@@ -19,7 +19,6 @@ import pytest
 import scatterx
 from _cupy_emulation import case_arrays
 from scatterx.testing import (
-    all_cases,
     assert_bitwise_equal,
     reference_scatter_elements,
     reference_with_free_nans,
@@ -32,8 +31,9 @@ from test_cupy_emulated import (
     GATHER_BAD_INDEX,
     GATHER_GEOMETRIES,
     LAYOUTS,
-    bad_gather_call,
+    assert_bad_gathers_raise,
     bad_index_call,
+    gather_conformance_arrays,
     gather_expected,
 )
 from test_cupy_out_emulated import STRATEGY_CASES, check_out_modes
@@ -287,13 +287,7 @@ def test_gather_larger_than_its_grid() -> None:
 
 def test_gather_on_the_conformance_cases() -> None:
     backend = CupyBackend()
-    for case in all_cases():
-        if case.error is not None or case.dtype_key not in backend.capabilities:
-            continue
-        try:
-            data, indices = (backend.from_numpy(np.asarray(a)) for a in (case.data, case.indices))
-        except TypeError:
-            continue
+    for case, data, indices in gather_conformance_arrays(backend):
         result = scatterx.gather_elements(data, indices, axis=case.axis)
         expected = gather_expected(case.data, case.indices, case.axis)
         assert_bitwise_equal(backend.to_numpy(result), expected)
@@ -313,11 +307,7 @@ def test_gather_first_bad_index_in_c_order_raises_like_numpy(
 ) -> None:
     if small_grid:
         monkeypatch.setattr(_run, "THREADS_PER_SM", 1)
-    (data, indices), message = bad_gather_call(axis, index_type)
-    for layouts in (("C", "C"), ("every other", "reversed")):
-        with pytest.raises(IndexError) as on_gpu:
-            _gather_on_gpu(data, indices, axis, layouts)
-        assert str(on_gpu.value) == message
+    assert_bad_gathers_raise(_gather_on_gpu, axis, index_type)
 
 
 def test_gather_result_is_on_the_device_of_data_on_the_current_stream() -> None:

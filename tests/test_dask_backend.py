@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pytest
 
+import _dask_checks as checks
 import scatterx
 from _subprocess import run_python
-from scatterx.backend import out_of_bounds_error
 from scatterx.testing import Case, all_cases, error_cases, first_difference, run_case
 from scatterx_dask import DaskBackend, _cores, _plan, few_chunks, test_chunks
 
@@ -109,20 +108,7 @@ def test_the_chunkers_reach_the_test_data() -> None:
 # --- 2. Laziness ---------------------------------------------------------------------------
 
 
-def _refuse(*args: Any, **kwargs: Any) -> Any:
-    msg = "a task graph was computed"
-    raise AssertionError(msg)
-
-
-@pytest.fixture
-def no_compute() -> Iterator[list[Any]]:
-    """Inside: any computation raises, and every graph started is listed."""
-    started: list[Any] = []
-    with (
-        dask.config.set(scheduler=_refuse),
-        callbacks.Callback(start_state=lambda dsk, state: started.append(dsk)),
-    ):
-        yield started
+no_compute = pytest.fixture(checks.no_compute)
 
 
 def _each(arrays: tuple[Array, ...], chunks: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -150,12 +136,7 @@ def test_nothing_is_computed_at_call_time(no_compute: list[Any]) -> None:
     arrays = _lazy(*_example())
     result = scatterx.scatter_elements(*arrays, reduction="add")
     decision = scatterx.explain(*arrays, reduction="add")
-    assert not no_compute
-    assert isinstance(result, da.Array)
-    assert decision.backend == "dask"
-    assert "dask runs" in str(decision)
-    with pytest.raises(AssertionError, match="computed"):
-        result.compute()  # the trap springs when something is computed
+    checks.assert_lazy(result, decision, no_compute, "dask runs")
 
 
 def test_the_result_computes_after_the_call() -> None:
@@ -200,25 +181,20 @@ def test_mixed_libraries_raise_at_call_time(numpy_role: int, no_compute: list[An
 @pytest.mark.parametrize("role", [0, 1, 2], ids=["data", "indices", "updates"])
 def test_unknown_chunk_sizes_raise_at_call_time(role: int, no_compute: list[Any]) -> None:
     arrays = list(_lazy(*_example()))
-    arrays[role] = arrays[role][da.ones(arrays[role].shape[0], dtype=bool, chunks=3)]
+    arrays[role] = checks.with_unknown_sizes(arrays[role])
     name = ("data", "indices", "updates")[role]
     with pytest.raises(ValueError, match=rf"{name}\.compute_chunk_sizes\(\)"):
         scatterx.scatter_elements(*arrays)
     assert not no_compute
 
 
-def _bad_indices(axis: int) -> tuple[Array, Array]:
-    """Data (6, 8) and indices with bad values in several blocks: the first in C order
-    comes after another one along the axis (axis 1), or in a block after another one's
-    (axis 0, with indices in blocks of (2, 4))."""
-    data = np.arange(48.0).reshape(6, 8)
-    if axis == 1:
-        indices = np.zeros((5, 12), np.int64)
-        indices[0, 10], indices[1, 5], indices[3, 2], indices[4, 11] = 20, -9, 8, 99
-    else:
-        indices = np.zeros((9, 8), np.int64)
-        indices[2, 6], indices[3, 0], indices[7, 1], indices[8, 7] = -7, 6, 10, 6
-    return data, indices
+# By axis, indices (for data (6, 8)) with bad values in several blocks: the first in C order
+# comes after another one along the axis (axis 1), or in a block after another one's (axis 0,
+# with indices in blocks of (2, 4)).
+BAD_INDICES: dict[int, tuple[tuple[int, int], dict[tuple[int, int], int]]] = {
+    0: ((9, 8), {(2, 6): -7, (3, 0): 6, (7, 1): 10, (8, 7): 6}),
+    1: ((5, 12), {(0, 10): 20, (1, 5): -9, (3, 2): 8, (4, 11): 99}),
+}
 
 
 # data, indices, updates chunks ("along"/"off": data in 2s along/off the axis only); one
@@ -232,37 +208,24 @@ BAD_CHUNKINGS: dict[str, tuple[Any, Any, Any]] = {
 }
 
 
-def _bad_chunks(chunking: str, axis: int) -> tuple[Any, Any, Any]:
-    data, indices, updates = BAD_CHUNKINGS[chunking]
-    if isinstance(data, str):
-        data = tuple(2 if (d == axis) == (data == "along") else -1 for d in range(2))
-    return data, indices, updates
-
-
-@pytest.mark.parametrize("scheduler", ["sync", "threads"])
-@pytest.mark.parametrize("chunking", list(BAD_CHUNKINGS))
-@pytest.mark.parametrize("axis", [0, 1])
+@checks.over_bounds_grid(BAD_CHUNKINGS)
 def test_out_of_bounds_raises_the_first_in_c_order_at_compute(
     axis: int, chunking: str, scheduler: str
 ) -> None:
-    data, indices = _bad_indices(axis)
+    data, indices = checks.bad_indices(*BAD_INDICES[axis])
     updates = np.ones(indices.shape)
-    chunks = _bad_chunks(chunking, axis)
+    data_chunks, index_chunks, update_chunks = BAD_CHUNKINGS[chunking]
+    chunks = (checks.side_chunks(data_chunks, axis), index_chunks, update_chunks)
     lazy = _each((data, indices, updates), chunks)
-    with dask.config.set(scheduler=_refuse):
+    with dask.config.set(scheduler=checks.refuse):
         result = scatterx.scatter_elements(*lazy, axis=axis, reduction="add")
-    size = data.shape[axis]
-    flat = int(np.flatnonzero((indices < -size) | (indices >= size))[0])
-    position = tuple(int(i) for i in np.unravel_index(flat, indices.shape))
-    message = re.escape(str(out_of_bounds_error(int(indices.flat[flat]), position, axis, size)))
+    position, message = checks.first_bad(indices, axis, data.shape[axis])
     column = tuple(slice(None) if d == axis else slice(p, p + 1) for d, p in enumerate(position))
     block = tuple(
         0 if d == axis else int(np.searchsorted(np.cumsum(c), p, side="right"))
         for d, (c, p) in enumerate(zip(result.chunks, position, strict=True))
     )
-    for part in (result, result[column], result.blocks[block]):
-        with pytest.raises(IndexError, match=f"^{message}$"):
-            part.compute(scheduler=scheduler)
+    checks.assert_each_raises((result, result[column], result.blocks[block]), message, scheduler)
 
 
 # --- 4. The inputs, the result's type, empty indices, byte order ----------------------------
@@ -450,10 +413,8 @@ def test_indices_from_fused_graphs_are_checked_and_scattered(make: Callable[[], 
     arrays = (data.compute(), indices.compute(), updates.compute())
     expected = scatterx.scatter_elements(*arrays, axis=1, reduction="add", backend="numpy")
     assert result.compute().tobytes() == expected.tobytes()
-    shifted = arrays[1] - 1  # some -10s: out of bounds
-    position = np.unravel_index(int(np.argmax(shifted < -9)), shifted.shape)
-    message = str(out_of_bounds_error(-10, tuple(map(int, position)), 1, 9))
-    with pytest.raises(IndexError, match=re.escape(message)):
+    _, message = checks.first_bad(arrays[1] - 1, 1, 9)  # some -10s: out of bounds
+    with pytest.raises(IndexError, match=message):
         scatterx.scatter_elements(data, indices - 1, updates, axis=1).compute()
 
 

@@ -5,12 +5,12 @@ laziness, when each error is raised (contract.md sections 8 and 10), memory per 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
+import _dask_checks as checks
 import scatterx
 from scatterx.backend import out_of_bounds_error
 from scatterx.testing import first_difference
@@ -90,8 +90,7 @@ CHUNKINGS: dict[str, tuple[Any, Any]] = {
 
 def _chunks(chunking: str, axis: int, index_shape: tuple[int, ...]) -> tuple[Any, Any]:
     data, indices = CHUNKINGS[chunking]
-    if isinstance(data, str):
-        data = tuple(2 if (d == axis) == (data == "along") else -1 for d in range(2))
+    data = checks.side_chunks(data, axis)
     if indices == "ragged":
         indices = tuple((1, n - 1) for n in index_shape)
     return data, indices
@@ -155,9 +154,8 @@ def test_random_indices_are_checked_and_gathered_alike() -> None:
     arrays = (data.compute(), indices.compute())
     expected = scatterx.gather_elements(*arrays, axis=1, backend="numpy")
     assert result.compute().tobytes() == expected.tobytes()
-    position = np.unravel_index(int(np.argmax(arrays[1] - 1 < -9)), arrays[1].shape)
-    message = str(out_of_bounds_error(-10, tuple(map(int, position)), 1, 9))
-    with pytest.raises(IndexError, match=re.escape(message)):
+    _, message = checks.first_bad(arrays[1] - 1, 1, 9)  # some -10s: out of bounds
+    with pytest.raises(IndexError, match=message):
         scatterx.gather_elements(data, indices - 1, axis=1).compute()
 
 
@@ -186,20 +184,7 @@ def test_blocks_run_on_the_backend_chosen_for_them(monkeypatch: pytest.MonkeyPat
 # --- 2. Laziness, and memory per task -------------------------------------------------------
 
 
-def _refuse(*args: Any, **kwargs: Any) -> Any:
-    msg = "a task graph was computed"
-    raise AssertionError(msg)
-
-
-@pytest.fixture
-def no_compute() -> Iterator[list[Any]]:
-    """Inside: any computation raises, and every graph started is listed."""
-    started: list[Any] = []
-    with (
-        dask.config.set(scheduler=_refuse),
-        callbacks.Callback(start_state=lambda dsk, state: started.append(dsk)),
-    ):
-        yield started
+no_compute = pytest.fixture(checks.no_compute)
 
 
 @pytest.mark.parametrize("chunks", [(-1, -1), ((2, 3), (4, 2))], ids=["one-chunk", "blocks"])
@@ -207,12 +192,7 @@ def test_nothing_is_computed_at_call_time(chunks: Any, no_compute: list[Any]) ->
     data, indices = _lazy(np.ones((6, 5)), chunks[0]), _lazy(np.zeros((8, 5), int), chunks[1])
     result = scatterx.gather_elements(data, indices)
     decision = scatterx.explain_gather(data, indices)
-    assert not no_compute
-    assert isinstance(result, da.Array)
-    assert decision.backend == "dask"
-    assert "dask runs gather_elements" in str(decision)
-    with pytest.raises(AssertionError, match="computed"):
-        result.compute()  # the trap springs when something is computed
+    checks.assert_lazy(result, decision, no_compute, "dask runs gather_elements")
 
 
 def test_no_task_holds_more_than_the_largest_input_block() -> None:
@@ -268,7 +248,7 @@ def test_unknown_chunk_sizes_and_mixed_libraries_raise_at_call_time(
     arrays = [np.ones((6, 5)), np.zeros((4, 5), np.int64)]
     lazy = [_lazy(a, 2) for a in arrays]
     unknown = list(lazy)
-    unknown[role] = lazy[role][da.ones(arrays[role].shape[0], dtype=bool, chunks=3)]
+    unknown[role] = checks.with_unknown_sizes(lazy[role])
     name = ("data", "indices")[role]
     with pytest.raises(ValueError, match=rf"{name}\.compute_chunk_sizes\(\)"):
         scatterx.gather_elements(*unknown)
@@ -279,18 +259,13 @@ def test_unknown_chunk_sizes_and_mixed_libraries_raise_at_call_time(
     assert not no_compute
 
 
-def _bad_indices(axis: int) -> tuple[Array, Array]:
-    """Data (6, 8) and indices with bad values in several blocks: the first in C order
-    comes after another one along the axis (axis 1), or in a block after another one's
-    (axis 0, with indices in blocks of (2, 4))."""
-    data = np.arange(48.0).reshape(6, 8)
-    if axis == 1:
-        indices = np.zeros((5, 12), np.int64)
-        indices[0, 10], indices[1, 5], indices[3, 2], indices[4, 7] = 20, -9, 8, 99
-    else:
-        indices = np.zeros((6, 8), np.int64)
-        indices[2, 6], indices[3, 0], indices[5, 1], indices[4, 7] = -7, 6, 10, 6
-    return data, indices
+# By axis, indices (for data (6, 8)) with bad values in several blocks: the first in C order
+# comes after another one along the axis (axis 1), or in a block after another one's (axis 0,
+# with indices in blocks of (2, 4)).
+BAD_INDICES: dict[int, tuple[tuple[int, int], dict[tuple[int, int], int]]] = {
+    0: ((6, 8), {(2, 6): -7, (3, 0): 6, (5, 1): 10, (4, 7): 6}),
+    1: ((5, 12), {(0, 10): 20, (1, 5): -9, (3, 2): 8, (4, 7): 99}),
+}
 
 
 BAD_CHUNKINGS = {
@@ -301,25 +276,19 @@ BAD_CHUNKINGS = {
 }
 
 
-@pytest.mark.parametrize("scheduler", ["sync", "threads"])
-@pytest.mark.parametrize("chunking", list(BAD_CHUNKINGS))
-@pytest.mark.parametrize("axis", [0, 1])
+@checks.over_bounds_grid(BAD_CHUNKINGS)
 def test_out_of_bounds_raises_the_first_in_c_order_at_compute(
     axis: int, chunking: str, scheduler: str
 ) -> None:
-    data, indices = _bad_indices(axis)
+    data, indices = checks.bad_indices(*BAD_INDICES[axis])
     chunks = BAD_CHUNKINGS[chunking]
-    with dask.config.set(scheduler=_refuse):
+    with dask.config.set(scheduler=checks.refuse):
         result = scatterx.gather_elements(
             _lazy(data, chunks[0]), _lazy(indices, chunks[1]), axis=axis
         )
-    size = data.shape[axis]
-    flat = int(np.flatnonzero((indices < -size) | (indices >= size))[0])
-    position = tuple(int(i) for i in np.unravel_index(flat, indices.shape))
-    message = re.escape(str(out_of_bounds_error(int(indices.flat[flat]), position, axis, size)))
-    for part in (result, result[-1:, -1:], result.blocks[(-1, -1)]):  # no bad index there
-        with pytest.raises(IndexError, match=f"^{message}$"):
-            part.compute(scheduler=scheduler)
+    _, message = checks.first_bad(indices, axis, data.shape[axis])
+    parts = (result, result[-1:, -1:], result.blocks[(-1, -1)])  # no bad index in the last two
+    checks.assert_each_raises(parts, message, scheduler)
 
 
 def test_data_of_no_length_along_the_axis_has_no_valid_index() -> None:

@@ -4,6 +4,7 @@ scatter's complex product, and the gather against NumPy's take_along_axis."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -63,17 +64,28 @@ def _onnx_node_tests(op_type: str) -> list[Any]:
     return [t for t in _all_onnx_node_tests() if t.model.graph.node[0].op_type == op_type]
 
 
-@pytest.mark.skipif(not _all_onnx_node_tests(), reason="onnx is not installed")
-def test_our_onnx_node_cases_are_onnx_own() -> None:
-    ours = {c.name: c for c in onnx_node_cases()}
-    theirs = _onnx_node_tests("ScatterElements")
-    assert len(theirs) == len(ours) == 7
+def _paired_with_onnx(
+    op_type: str, ours: list[Any], count: int, prefix: str
+) -> Iterator[tuple[Any, Any, Any, dict[str, Any]]]:
+    """Each of ONNX's ``count`` node tests of ``op_type`` with our case of its name (ours
+    begin with ``prefix``; all of them are ONNX's), once their axes are checked equal: the
+    case, ONNX's inputs and output, and the node's attributes."""
+    named = {c.name: c for c in ours}
+    theirs = _onnx_node_tests(op_type)
+    assert len(theirs) == len(named) == count
+    onnx_prefix = f"test_{ours[0].operation}_"  # test_scatter_elements_, say
     for test in theirs:
-        name = "onnx-" + test.name.removeprefix("test_scatter_elements_")
-        case = ours[name]
+        case = named[prefix + test.name.removeprefix(onnx_prefix)]
         (inputs, (output,)) = test.data_sets[0]
         attributes = {a.name: a for a in test.model.graph.node[0].attribute}
         assert int(attributes["axis"].i if "axis" in attributes else 0) == case.axis
+        yield case, inputs, output, attributes
+
+
+@pytest.mark.skipif(not _all_onnx_node_tests(), reason="onnx is not installed")
+def test_our_onnx_node_cases_are_onnx_own() -> None:
+    pairs = _paired_with_onnx("ScatterElements", onnx_node_cases(), 7, "onnx-")
+    for case, inputs, output, attributes in pairs:
         reduction = attributes["reduction"].s.decode() if "reduction" in attributes else "none"
         assert reduction == case.reduction
         for given, mine in zip(inputs, (case.data, case.indices, case.updates), strict=True):
@@ -84,14 +96,8 @@ def test_our_onnx_node_cases_are_onnx_own() -> None:
 
 @pytest.mark.skipif(not _all_onnx_node_tests(), reason="onnx is not installed")
 def test_our_gather_onnx_node_cases_are_onnx_own() -> None:
-    ours = {c.name: c for c in gather_onnx_node_cases()}
-    theirs = _onnx_node_tests("GatherElements")
-    assert len(theirs) == len(ours) == 3
-    for test in theirs:
-        case = ours["gather-onnx-" + test.name.removeprefix("test_gather_elements_")]
-        ((data, indices), (output,)) = test.data_sets[0]
-        attributes = {a.name: a for a in test.model.graph.node[0].attribute}
-        assert int(attributes["axis"].i if "axis" in attributes else 0) == case.axis
+    pairs = _paired_with_onnx("GatherElements", gather_onnx_node_cases(), 3, "gather-onnx-")
+    for case, (data, indices), output, _ in pairs:
         for given, mine in zip((data, indices, output), (*case.arrays, case.expected), strict=True):
             assert given.dtype == mine.dtype
             np.testing.assert_array_equal(given, mine)

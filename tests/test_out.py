@@ -3,7 +3,8 @@ left byte for byte as it was when a call raises."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -55,9 +56,18 @@ def _defined(dtype: Any, reduction: str) -> bool:
     return not (np.dtype(dtype).kind == "c" and reduction in ("max", "min"))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize(("shape", "index_shape", "axis"), SHAPES)
+Test = TypeVar("Test", bound=Callable[..., None])
+
+
+def _each_call(test: Test) -> Test:
+    """Parametrize ``test`` over each backend, reduction and shape of SHAPES (``backend``,
+    ``reduction``, ``shape``, ``index_shape``, ``axis``)."""
+    test = pytest.mark.parametrize(("shape", "index_shape", "axis"), SHAPES)(test)
+    test = pytest.mark.parametrize("reduction", REDUCTIONS)(test)
+    return pytest.mark.parametrize("backend", BACKENDS)(test)
+
+
+@_each_call
 def test_out_and_in_place_equal_the_new_result(
     backend: str, reduction: str, shape: Any, index_shape: Any, axis: int
 ) -> None:
@@ -96,9 +106,7 @@ def test_out_of_any_layout_gets_the_result(backend: str, order: str) -> None:
     assert np.array_equal(out, expected)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("reduction", REDUCTIONS)
-@pytest.mark.parametrize(("shape", "index_shape", "axis"), SHAPES)
+@_each_call
 def test_out_is_untouched_when_an_index_is_out_of_bounds(
     backend: str, reduction: str, shape: Any, index_shape: Any, axis: int
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import scatterx
+from _backends import UnavailableBackend
 from _subprocess import run_python
 from scatterx.testing import scoped_registry
 
@@ -75,27 +76,20 @@ def test_register_backend_rejects_non_backends() -> None:
         scatterx.register_backend(object())
 
 
-class _MissingLibraryBackend:
+class _MissingLibraryBackend(UnavailableBackend):
     """A backend whose library is absent: asking its version raises, as metadata does."""
 
     name = "missing-lib"
-    array_types = ("numpy:ndarray",)
     priority = 500
     capabilities: Mapping[str, frozenset[str]] = {}
 
-    @property
+    @property  # type: ignore[override]
     def version(self) -> str:
         msg = "No package metadata was found for somelib"
         raise LookupError(msg)
 
     def available(self) -> str | None:
         return "somelib is not installed"
-
-    def can_run(self, request: Any) -> str | None:
-        return None
-
-    def scatter_elements(self, request: Any) -> Any:
-        raise AssertionError
 
 
 def test_a_backend_whose_version_raises_is_listed_with_its_own_reason() -> None:

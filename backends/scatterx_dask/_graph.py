@@ -115,10 +115,8 @@ def tasks(
             key = out if row == rows - 1 else (f"{name}-fold-{row}", *block)
             checked = guard if row == 0 else None
             args = ((indices.name, *part), (updates.name, *part), checked, axis, request.reduction)
-            if whole_axis:
-                graph[key] = (_tasks.step, state, *args)
-            else:
-                graph[key] = (_tasks.step_within, state, *args, spans[block[axis]], row == 0)
+            within = () if whole_axis else (spans[block[axis]], row == 0)
+            graph[key] = (_tasks.step, state, *args, *within)
             state = key
     return graph
 

@@ -67,32 +67,20 @@ def step(
     checked: None,
     axis: int,
     reduction: str,
+    span: tuple[int, int, int] | None = None,
+    first: bool = False,
 ) -> Any:
-    """Fold one block of updates into a block of the result that spans the whole axis.
+    """Fold one block of updates into a block of the result: one that spans the whole axis
+    (``span`` None), or ``[low, high)`` of an axis of ``size`` (``span``), updates aimed
+    elsewhere left out. ``checked`` is the bounds guard's value (None): it only orders this
+    task after it. ``first``: ``state`` is data's block, not yet copied.
 
-    ``checked`` is the bounds guard's value (None): it only orders this task after it.
+    Updates aimed outside the span are aimed at one extra slot after the block instead (a
+    copy of its first slice, so valid for every dtype), dropped after the call: the
+    in-memory call keeps its order and its bits, and needs no mask.
     """
-    return scatter_block(state, indices, updates, axis, reduction)
-
-
-def step_within(
-    state: Array,
-    indices: Array,
-    updates: Array,
-    checked: None,
-    axis: int,
-    reduction: str,
-    span: tuple[int, int, int],
-    first: bool,
-) -> Any:
-    """Fold one block of updates into a block of the result that spans ``[low, high)`` of an
-    axis of ``size``; updates aimed elsewhere are left out. ``first``: ``state`` is data's
-    block, not yet copied.
-
-    They are aimed at one extra slot after the block instead (a copy of its first slice, so
-    valid for every dtype), dropped after the call: the in-memory call keeps its order and
-    its bits, and needs no mask.
-    """
+    if span is None:
+        return scatter_block(state, indices, updates, axis, reduction)
     low, high, size = span
     target = indices.astype(np.int64)
     target[target < 0] += size

@@ -11,10 +11,10 @@ from ._edge_cases import WORDS, raw_bools, string_dtypes
 from ._gather_cases import GatherCase
 from ._generated import (
     LAYOUTS,
-    SHAPES,
     STRATEGY_DTYPES,
     _rng,
     dtypes,
+    grid_draws,
     random_indices,
     random_values,
     strategy_arrays,
@@ -28,16 +28,8 @@ def gather_grid_cases() -> Iterator[GatherCase]:
     negative axes and indices, duplicates, empty indices, indices shorter than data off
     the axis and longer along it."""
     for key, dtype in dtypes().items():
-        for data_shape, index_shape, axis in SHAPES:
-            name = f"gather-grid-{key}-{data_shape}-{index_shape}-axis{axis}"
-            rng = _rng(name)
-            yield GatherCase(
-                name.replace(" ", ""),
-                f"gather-generated:{key}",
-                random_values(rng, dtype, data_shape),
-                random_indices(rng, data_shape[axis], index_shape),
-                axis=axis,
-            )
+        for name, _, data, indices, axis in grid_draws(f"gather-grid-{key}", dtype):
+            yield GatherCase(name, f"gather-generated:{key}", data, indices, axis=axis)
 
 
 def _payloads(dtype: np.dtype[Any]) -> Array:

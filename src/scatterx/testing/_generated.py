@@ -98,21 +98,40 @@ def _rng(name: str) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(name.encode()))
 
 
+class GridDraw(NamedTuple):
+    """A grid case's name and its seeded draws: the generator's next draws are the case's."""
+
+    name: str
+    rng: np.random.Generator
+    data: Array
+    indices: Array
+    axis: int
+
+
+def grid_draws(prefix: str, dtype: np.dtype[Any]) -> Iterator[GridDraw]:
+    """For each shape of SHAPES, data and indices of ``dtype`` drawn under a name that
+    begins with ``prefix``: the grid of either operation."""
+    for data_shape, index_shape, axis in SHAPES:
+        name = f"{prefix}-{data_shape}-{index_shape}-axis{axis}"
+        rng = _rng(name)  # seeded by the name with its spaces: the cases' values stay as they were
+        data = random_values(rng, dtype, data_shape)
+        indices = random_indices(rng, data_shape[axis], index_shape)
+        yield GridDraw(name.replace(" ", ""), rng, data, indices, axis)
+
+
 def grid_cases() -> Iterator[Case]:
     """Every dtype x every reduction it defines x every shape of SHAPES."""
     for key, dtype in dtypes().items():
         # In the contract's order: a set's order changes with the process's hash seed, and
         # pytest-xdist's workers must collect the cases in one order.
         for reduction in (r for r in REDUCTIONS if r in DTYPE_REDUCTIONS[key]):
-            for data_shape, index_shape, axis in SHAPES:
-                name = f"grid-{key}-{reduction}-{data_shape}-{index_shape}-axis{axis}"
-                rng = _rng(name)
+            for name, rng, data, indices, axis in grid_draws(f"grid-{key}-{reduction}", dtype):
                 yield Case(
-                    name.replace(" ", ""),
+                    name,
                     f"generated:{key}",
-                    random_values(rng, dtype, data_shape),
-                    random_indices(rng, data_shape[axis], index_shape),
-                    random_values(rng, dtype, index_shape),
+                    data,
+                    indices,
+                    random_values(rng, dtype, indices.shape),
                     axis=axis,
                     reduction=reduction,
                 )

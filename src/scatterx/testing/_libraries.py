@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable
 from functools import cache
 from typing import Any, Protocol
 
@@ -146,14 +145,47 @@ def _bfloat16() -> Any:
     return np.dtype(ml_dtypes.bfloat16)
 
 
-class _Torch:
-    """PyTorch tensors on the CPU or a CUDA device (bfloat16 through an int16 view)."""
+class _Adapter:
+    """What the adapters share: availability through :func:`_availability`, and the check
+    of a result's type, device and dtype (each adapter says how to read them)."""
 
-    name = "torch"
-    devices = DEVICES
+    name: str
+    devices: tuple[str, ...] = DEVICES
+    type_name: str  # the name of the library's array type, in messages
 
     def available(self, device: str = "cpu") -> str | None:
         return _availability(self.name, device)
+
+    def _device_reason(self, device: str) -> str | None:
+        raise NotImplementedError
+
+    def _array_type(self) -> type:
+        raise NotImplementedError
+
+    def _device_of(self, array: Any) -> str:
+        return str(array.device)
+
+    def _dtype_of(self, array: Any) -> str:
+        return str(array.dtype)
+
+    def check_result(self, result: Any, like: Any) -> str | None:
+        if not isinstance(result, self._array_type()):
+            kind = type(result)
+            return f"returned {kind.__module__}.{kind.__qualname__}, not {self.type_name}"
+        device, data_device = self._device_of(result), self._device_of(like)
+        if device != data_device:
+            return f"returned an array on {device}, data is on {data_device}"
+        dtype, data_dtype = self._dtype_of(result), self._dtype_of(like)
+        if dtype != data_dtype:
+            return f"returned dtype {dtype}, data has {data_dtype}"
+        return None
+
+
+class _Torch(_Adapter):
+    """PyTorch tensors on the CPU or a CUDA device (bfloat16 through an int16 view)."""
+
+    name = "torch"
+    type_name = "torch.Tensor"
 
     def _device_reason(self, device: str) -> str | None:
         torch = _module(self.name)
@@ -161,6 +193,10 @@ class _Torch:
             build = torch.version.cuda or "none: a CPU build"
             return f"torch {torch.__version__} has no CUDA device (CUDA build: {build})"
         return None
+
+    def _array_type(self) -> type:
+        tensor: type = _module(self.name).Tensor
+        return tensor
 
     def from_numpy(self, array: Array, device: str) -> Any:
         torch = _module(self.name)
@@ -180,26 +216,12 @@ class _Torch:
             return values.view(_bfloat16())
         return np.asarray(tensor.numpy())
 
-    def check_result(self, result: Any, like: Any) -> str | None:
-        torch = _module(self.name)
-        return _problem(
-            result,
-            like,
-            is_array=lambda x: isinstance(x, torch.Tensor),
-            type_name="torch.Tensor",
-            device=lambda x: str(x.device),
-            dtype=lambda x: str(x.dtype),
-        )
 
-
-class _Jax:
+class _Jax(_Adapter):
     """JAX arrays on the CPU or a GPU; 64-bit dtypes only with x64 (:func:`enable_jax_x64`)."""
 
     name = "jax"
-    devices = DEVICES
-
-    def available(self, device: str = "cpu") -> str | None:
-        return _availability(self.name, device)
+    type_name = "jax.Array"
 
     def _device_reason(self, device: str) -> str | None:
         try:
@@ -211,6 +233,13 @@ class _Jax:
     def _device(self, device: str) -> Any:
         jax = _module(self.name)
         return jax.devices("gpu" if device == "cuda" else "cpu")[0]
+
+    def _array_type(self) -> type:
+        array: type = _module(self.name).Array
+        return array
+
+    def _device_of(self, array: Any) -> str:
+        return ", ".join(sorted(str(d) for d in array.devices()))
 
     def from_numpy(self, array: Array, device: str) -> Any:
         jax = _module(self.name)
@@ -228,31 +257,27 @@ class _Jax:
     def to_numpy(self, array: Any) -> Array:
         return np.asarray(array)
 
-    def check_result(self, result: Any, like: Any) -> str | None:
-        jax = _module(self.name)
-        return _problem(
-            result,
-            like,
-            is_array=lambda x: isinstance(x, jax.Array),
-            type_name="jax.Array",
-            device=lambda x: ", ".join(sorted(str(d) for d in x.devices())),
-            dtype=lambda x: str(x.dtype),
-        )
 
-
-class _ArrayApiStrict:
+class _ArrayApiStrict(_Adapter):
     """array-api-strict arrays, on its CPU device (the one its computations run on)."""
 
     name = "array_api_strict"
     devices: tuple[str, ...] = ("cpu",)
-
-    def available(self, device: str = "cpu") -> str | None:
-        return _availability(self.name, device)
+    type_name = "array_api_strict.Array"
 
     def _device_reason(self, device: str) -> str | None:
         if device != "cpu":
             return f"array_api_strict holds arrays in host memory only, not on {device}"
         return None
+
+    def _array_type(self) -> type:
+        return type(_module(self.name).asarray(0))
+
+    def _device_of(self, array: Any) -> str:
+        return repr(array.device)
+
+    def _dtype_of(self, array: Any) -> str:
+        return repr(array.dtype)
 
     def from_numpy(self, array: Array, device: str) -> Any:
         xp = _module(self.name)
@@ -264,38 +289,6 @@ class _ArrayApiStrict:
 
     def to_numpy(self, array: Any) -> Array:
         return np.asarray(array)
-
-    def check_result(self, result: Any, like: Any) -> str | None:
-        xp = _module(self.name)
-        array_type = type(xp.asarray(0))
-        return _problem(
-            result,
-            like,
-            is_array=lambda x: isinstance(x, array_type),
-            type_name="array_api_strict.Array",
-            device=lambda x: repr(x.device),
-            dtype=lambda x: repr(x.dtype),
-        )
-
-
-def _problem(
-    result: Any,
-    like: Any,
-    *,
-    is_array: Callable[[Any], bool],
-    type_name: str,
-    device: Callable[[Any], str],
-    dtype: Callable[[Any], str],
-) -> str | None:
-    """What is wrong with ``result``: its type, its device or its dtype, else None."""
-    if not is_array(result):
-        kind = type(result)
-        return f"returned {kind.__module__}.{kind.__qualname__}, not {type_name}"
-    if device(result) != device(like):
-        return f"returned an array on {device(result)}, data is on {device(like)}"
-    if dtype(result) != dtype(like):
-        return f"returned dtype {dtype(result)}, data has {dtype(like)}"
-    return None
 
 
 _ADAPTERS: dict[str, _Torch | _Jax | _ArrayApiStrict] = {
