@@ -198,17 +198,13 @@ def explain_gather(
 
     Parameters
     ----------
-    data, indices : array
-        As for :func:`gather_elements`.
-    axis : int, optional
-        As for :func:`gather_elements`.
-    backend : str or sequence of str, optional
+    data, indices, axis, backend
         As for :func:`gather_elements`.
 
     Returns
     -------
     Decision
-        The backend that would run (or None) and each other backend's reason.
+        As :func:`explain` returns.
 
     Examples
     --------

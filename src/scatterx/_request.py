@@ -1,13 +1,97 @@
-"""The normalised, validated requests that the front-end hands to a backend."""
+"""The normalised, validated requests that the front-end hands to a backend.
+
+The scatter's and the gather's requests share their members (:class:`_Members` defines
+them once); each names its fields and its arrays' roles.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
-class ScatterRequest(NamedTuple):
+class _Members:
+    """The members both requests have, defined once for both: a NamedTuple's class can
+    have no other base, so each request is a subclass of its fields and of this."""
+
+    __slots__ = ()
+    #: The roles of the arrays, in the order of ``arrays``.
+    roles: ClassVar[tuple[str, ...]]
+    #: The name of the function called: ``"scatter_elements"`` or ``"gather_elements"``.
+    operation: ClassVar[str]
+
+    if TYPE_CHECKING:
+        data: Any
+        indices: Any
+        axis: int
+
+        _replace: Callable[..., Any]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of ``data`` (and of a scatter's result)."""
+        return tuple(self.data.shape)
+
+    @property
+    def index_shape(self) -> tuple[int, ...]:
+        """Shape of ``indices`` (and of ``updates``, and of a gather's result)."""
+        return tuple(self.indices.shape)
+
+    @property
+    def n_indices(self) -> int:
+        """Number of elements of ``indices`` (of a scatter's updates)."""
+        return math.prod(self.indices.shape)
+
+    @property
+    def axis_size(self) -> int:
+        """Length of ``data`` along ``axis``: indices lie in ``[-axis_size, axis_size-1]``."""
+        return int(self.data.shape[self.axis])
+
+    def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> Self:
+        """Return this request on other arrays: the same values, carried or stand-ins.
+
+        Parameters
+        ----------
+        arrays : tuple of array
+            The new arrays, in the order of ``arrays`` (``out`` last, where the request
+            has one).
+        array_type : str
+            Their type, ``"module:qualname"``.
+        device : object
+            Their device.
+
+        Returns
+        -------
+        ScatterRequest or GatherRequest
+            The request with those arrays; the axis, dtype key and key unchanged.
+        """
+        roles = self.roles
+        out = arrays[len(roles)] if len(arrays) > len(roles) else None
+        named = dict(zip(roles, arrays, strict=False))
+        replaced: Self = self._replace(**named, array_type=array_type, device=device, out=out)
+        return replaced
+
+
+class _ScatterFields(NamedTuple):
+    """The fields of :class:`ScatterRequest`."""
+
+    data: Any
+    indices: Any
+    updates: Any
+    axis: int
+    reduction: str
+    array_type: str
+    dtype_key: str
+    device: Any
+    key: Hashable | None
+    out: Any = None
+
+
+class ScatterRequest(_ScatterFields, _Members):
     """One validated call of ``scatter_elements``: immutable, as every backend sees it.
 
     Backends receive this and nothing else; every metadata check of contract.md
@@ -30,9 +114,9 @@ class ScatterRequest(NamedTuple):
     device
         The device of ``data``.
     key
-        The call's metadata (array type, dtypes, shapes, axis, reduction, device) as one
-        hashable value, or None when some part cannot be hashed: what automatic choices
-        are remembered by. Equal keys mean equal metadata.
+        The call's metadata (array type, dtypes, shapes, layouts, axis, reduction,
+        device) as one hashable value, or None when some part cannot be hashed: what
+        automatic choices are remembered by. Equal keys mean equal metadata.
     out
         None, or the array to write the result into (contract section 7): checked to have
         the library, device, shape and dtype of ``data``, writable and overlapping no other
@@ -42,46 +126,14 @@ class ScatterRequest(NamedTuple):
         ``out`` must be left exactly as it was when the call raises.
     """
 
-    data: Any
-    indices: Any
-    updates: Any
-    axis: int
-    reduction: str
-    array_type: str
-    dtype_key: str
-    device: Any
-    key: Hashable | None
-    out: Any = None
-
-    @property
-    def operation(self) -> str:
-        """The name of the function called: ``"scatter_elements"``."""
-        return "scatter_elements"
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape of ``data`` (and of the result)."""
-        return tuple(self.data.shape)
-
-    @property
-    def index_shape(self) -> tuple[int, ...]:
-        """Shape of ``indices`` and ``updates``."""
-        return tuple(self.indices.shape)
+    __slots__ = ()
+    roles = ("data", "indices", "updates")
+    operation = "scatter_elements"
 
     @property
     def n_updates(self) -> int:
-        """Number of elements of ``indices``."""
-        return math.prod(self.index_shape)
-
-    @property
-    def n_indices(self) -> int:
-        """Number of elements of ``indices`` (the number of updates)."""
-        return math.prod(self.index_shape)
-
-    @property
-    def axis_size(self) -> int:
-        """Length of ``data`` along ``axis``: indices lie in ``[-axis_size, axis_size-1]``."""
-        return int(self.data.shape[self.axis])
+        """Number of updates (of elements of ``indices``)."""
+        return math.prod(self.indices.shape)
 
     @property
     def arrays(self) -> tuple[Any, ...]:
@@ -90,36 +142,21 @@ class ScatterRequest(NamedTuple):
             return self.data, self.indices, self.updates
         return self.data, self.indices, self.updates, self.out
 
-    def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> ScatterRequest:
-        """Return this request on other arrays: the same values, carried or stand-ins.
 
-        Parameters
-        ----------
-        arrays : tuple of array
-            The new data, indices and updates, in that order, and ``out`` where the
-            request has one.
-        array_type : str
-            Their type, ``"module:qualname"``.
-        device : object
-            Their device.
+class _GatherFields(NamedTuple):
+    """The fields of :class:`GatherRequest`."""
 
-        Returns
-        -------
-        ScatterRequest
-            The request with those arrays; the axis, dtype key and key unchanged.
-        """
-        data, indices, updates, *out = arrays
-        return self._replace(
-            data=data,
-            indices=indices,
-            updates=updates,
-            array_type=array_type,
-            device=device,
-            out=out[0] if out else None,
-        )
+    data: Any
+    indices: Any
+    axis: int
+    array_type: str
+    dtype_key: str
+    device: Any
+    key: Hashable | None
+    out: Any = None
 
 
-class GatherRequest(NamedTuple):
+class GatherRequest(_GatherFields, _Members):
     """One validated call of ``gather_elements``: immutable, as every backend sees it.
 
     Every metadata check of contract.md section 10 has passed; index values are not yet
@@ -140,39 +177,9 @@ class GatherRequest(NamedTuple):
         :class:`ScatterRequest`, a backend returns ``out`` when it wrote into it.
     """
 
-    data: Any
-    indices: Any
-    axis: int
-    array_type: str
-    dtype_key: str
-    device: Any
-    key: Hashable | None
-    out: Any = None
-
-    @property
-    def operation(self) -> str:
-        """The name of the function called: ``"gather_elements"``."""
-        return "gather_elements"
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape of ``data``."""
-        return tuple(self.data.shape)
-
-    @property
-    def index_shape(self) -> tuple[int, ...]:
-        """Shape of ``indices``, and of the result."""
-        return tuple(self.indices.shape)
-
-    @property
-    def n_indices(self) -> int:
-        """Number of elements of ``indices`` (and of the result)."""
-        return math.prod(self.index_shape)
-
-    @property
-    def axis_size(self) -> int:
-        """Length of ``data`` along ``axis``: indices lie in ``[-axis_size, axis_size-1]``."""
-        return int(self.data.shape[self.axis])
+    __slots__ = ()
+    roles = ("data", "indices")
+    operation = "gather_elements"
 
     @property
     def arrays(self) -> tuple[Any, ...]:
@@ -180,33 +187,6 @@ class GatherRequest(NamedTuple):
         if self.out is None:
             return self.data, self.indices
         return self.data, self.indices, self.out
-
-    def with_arrays(self, arrays: tuple[Any, ...], array_type: str, device: Any) -> GatherRequest:
-        """Return this request on other arrays: the same values, carried or stand-ins.
-
-        Parameters
-        ----------
-        arrays : tuple of array
-            The new data and indices, in that order, and ``out`` where the request has
-            one.
-        array_type : str
-            Their type, ``"module:qualname"``.
-        device : object
-            Their device.
-
-        Returns
-        -------
-        GatherRequest
-            The request with those arrays; the axis, dtype key and key unchanged.
-        """
-        data, indices, *out = arrays
-        return self._replace(
-            data=data,
-            indices=indices,
-            array_type=array_type,
-            device=device,
-            out=out[0] if out else None,
-        )
 
 
 #: Either request: what selection, routes and traces handle alike.

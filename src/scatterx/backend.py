@@ -146,15 +146,13 @@ def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], 
 
     Parameters
     ----------
-    data, indices : array
-        The blocks, in memory.
-    axis : int
-        The axis, non-negative.
+    data, indices, axis
+        As for :func:`block_call`: the blocks, in memory, and the axis, non-negative.
 
     Returns
     -------
     tuple of (str, callable)
-        The name of the backend chosen, and the call, which returns the result.
+        As :func:`block_call` returns.
 
     Examples
     --------
