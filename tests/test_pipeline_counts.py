@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx import _interop, _libraries, _pipeline, _plan
+from scatterx import _interop, _libraries, _pipeline, _plan, _torch_library
 from scatterx._registry import current
 
 Counts = Counter[str]
@@ -42,14 +42,14 @@ def counts(monkeypatch: pytest.MonkeyPatch, clean_selection: None) -> Counts:
             original = getattr(owner, attribute)
             monkeypatch.setattr(owner, attribute, _counting(counts, name, original))
     monkeypatch.setattr(_libraries, "_LIBRARIES", {})
-    early = _libraries._Torch.early
+    early = _torch_library.Torch.early
 
     def counted_early(*arrays: Any) -> Any:
         carried = early(*arrays)
         counts["carries"] += carried is not None  # None: not carried (requires grad, say)
         return carried
 
-    monkeypatch.setattr(_libraries._Torch, "early", staticmethod(counted_early))
+    monkeypatch.setattr(_torch_library.Torch, "early", staticmethod(counted_early))
     current().choices.clear()
     return counts
 

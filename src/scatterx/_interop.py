@@ -79,6 +79,10 @@ class Library:
         msg = f"{self.name} carries nothing early"
         raise NotImplementedError(msg)
 
+    def check_out(self, out: Array) -> None:
+        """Raise for an ``out`` of this library that cannot take the result (none, by
+        default); the checks every library shares are :mod:`scatterx._validate_out`'s."""
+
     def records(self, request: Request) -> bool:
         """Whether autograd records ``request`` (an array that requires grad): no, but torch."""
         return False

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._dtypes import numpy_dtype
 from ._interop import type_name
-from ._libraries import device_of, library_name
+from ._libraries import device_of, library_name, library_of
 from ._request import GatherRequest, Request
 
 #: Libraries whose arrays cannot be written into, and why.
@@ -57,7 +57,9 @@ def check_out(out: Any, data: Any, shape: tuple[int, ...], what: str) -> Any:
     if numpy_dtype(out.dtype, "out") != numpy_dtype(data.dtype, "data"):
         msg = f"out must have the dtype of data, {data.dtype} (no casting); got {out.dtype}"
         raise TypeError(msg)
-    _check_torch_flags(out)
+    adapter = library_of(type(out))
+    if adapter is not None:
+        adapter.check_out(out)
     return out
 
 
@@ -73,25 +75,6 @@ def _check_device(out: Any, data: Any) -> None:
     if out_device != data_device:
         msg = f"out must be on the device of data; got out: {out_device}, data: {data_device}"
         raise TypeError(msg)
-
-
-def _check_torch_flags(out: Any) -> None:
-    """A torch ``out`` that requires grad (autograd would not see the write), or whose lazy
-    conjugate or negative bit is set (the write would go to a resolved copy)."""
-    if type(out).__module__.partition(".")[0] != "torch":
-        return
-    if out.requires_grad:
-        msg = (
-            "out requires grad: autograd does not see writes into out; use the tensor the "
-            "call returns, or pass out.detach() to write into its memory unrecorded"
-        )
-        raise TypeError(msg)
-    if out.is_conj() or out.is_neg():
-        msg = (
-            "out has its conjugate or negative bit set (a lazy view): the result cannot be "
-            "written into it; pass out.resolve_conj().resolve_neg() and use that tensor"
-        )
-        raise ValueError(msg)
 
 
 def settled(request: Request) -> Request:

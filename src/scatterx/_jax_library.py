@@ -1,0 +1,41 @@
+"""The JAX adapter: CPU buffers as read-only NumPy views, results back by DLPack or
+``device_put``; tracers (inside ``jax.jit``, ``jax.vmap``, ``jax.grad``) have no device
+and run as a host callback (:mod:`scatterx._jax`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._interop import TRACED, Array, Arrays, Library
+
+
+class Jax(Library):
+    """JAX arrays: see the module docstring. Tracers have no device: they are TRACED."""
+
+    def devices(self, *arrays: Array) -> tuple[Any, ...]:
+        if any(_is_tracer(a) for a in arrays):
+            return (TRACED,) * len(arrays)  # concrete arrays join the trace as constants
+        return tuple(a.device for a in arrays)
+
+    def memory(self, array: Array) -> str | None:
+        platform = array.device.platform
+        return {"cpu": "cpu", "gpu": "cuda", "cuda": "cuda"}.get(platform)
+
+    def to_numpy(self, arrays: Arrays, dtype_key: str) -> Arrays:
+        # Read-only views of the buffers (bfloat16 too); JAX arrays are never written.
+        return tuple(np.asarray(a) for a in arrays)
+
+    def back(self, result: Array, like: Array, dtype_key: str) -> Array:
+        import jax
+
+        if dtype_key == "bfloat16":  # JAX's DLPack takes no bfloat16 from NumPy
+            return jax.device_put(result, like.device)
+        return jax.numpy.from_dlpack(result, device=like.device)
+
+
+def _is_tracer(array: Array) -> bool:
+    import jax
+
+    return isinstance(array, jax.core.Tracer)
