@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import scatterx
 from _subprocess import run_python
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
-from scatterx_numba import _plan, backend
+from scatterx_numba import _launch, _plan, backend
 from scatterx_numba._plan import Plan, Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
@@ -18,6 +19,14 @@ numba = pytest.importorskip("numba", reason="numba is not installed (the numba e
 Array = np.ndarray[Any, Any]
 Shapes = tuple[tuple[int, ...], tuple[int, ...]]  # data, indices
 REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+@pytest.fixture(autouse=True)
+def fresh_launch_plans() -> Iterator[None]:
+    """Plans made from ``_plan``'s constants as this test sets them (plans are cached)."""
+    _launch.cache_clear()
+    yield
+    _launch.cache_clear()
 
 
 def _check(data: Array, indices: Array, updates: Array, axis: int, reduction: str) -> None:

@@ -15,7 +15,7 @@ from scatterx.testing import (
     reference_scatter_elements,
     reference_with_free_nans,
 )
-from scatterx_numba import _plan, _run, _runtime
+from scatterx_numba import _launch, _plan, _run, _runtime
 from scatterx_numba._plan import Plan, Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
@@ -23,6 +23,14 @@ numba = pytest.importorskip("numba", reason="numba is not installed (the numba e
 Array = np.ndarray[Any, Any]
 #: Updates per wave in these tests: a few thousand updates then run in several waves.
 WAVE_ROWS = 700
+
+
+@pytest.fixture(autouse=True)
+def fresh_launch_plans() -> Iterator[None]:
+    """Plans made from ``_plan``'s constants as this test sets them (plans are cached)."""
+    _launch.cache_clear()
+    yield
+    _launch.cache_clear()
 
 
 @pytest.fixture
