@@ -25,14 +25,6 @@ Array = np.ndarray[Any, Any]
 WAVE_ROWS = 700
 
 
-@pytest.fixture(autouse=True)
-def fresh_launch_plans() -> Iterator[None]:
-    """Plans made from ``_plan``'s constants as this test sets them (plans are cached)."""
-    _launch.cache_clear()
-    yield
-    _launch.cache_clear()
-
-
 @pytest.fixture
 def binned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
     """Small calls take the binned strategy, in waves of ``WAVE_ROWS``, on two threads.
@@ -41,6 +33,7 @@ def binned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
     """
     monkeypatch.setattr(_plan, "BINNED_MIN_ROWS", 64)
     monkeypatch.setattr(_plan, "BINNED_WAVE_ROWS", WAVE_ROWS)
+    _launch.cache_clear()  # plans are cached: made again from these constants
     used: list[tuple[str, int]] = []
     strategies: dict[int, str] = {}
     choose, launch = _runtime.kernel, _runtime.launch
@@ -60,6 +53,7 @@ def binned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     yield used
     numba.set_num_threads(before)
+    _launch.cache_clear()
 
 
 def _values(

@@ -30,14 +30,6 @@ Array = np.ndarray[Any, Any]
 DTYPES = sorted(backend.capabilities)
 
 
-@pytest.fixture(autouse=True)
-def fresh_launch_plans() -> Iterator[None]:
-    """Plans made from ``_plan``'s constants as this test sets them (plans are cached)."""
-    _launch.cache_clear()
-    yield
-    _launch.cache_clear()
-
-
 @pytest.fixture
 def two_threads() -> Iterator[None]:
     before = numba.get_num_threads()
@@ -47,12 +39,15 @@ def two_threads() -> Iterator[None]:
 
 
 @pytest.fixture
-def small_units(monkeypatch: pytest.MonkeyPatch, two_threads: None) -> None:
+def small_units(monkeypatch: pytest.MonkeyPatch, two_threads: None) -> Iterator[None]:
     """Many tasks, narrow bands and chunks of rows even on small arrays."""
     monkeypatch.setattr(_plan, "MIN_TASK_INDICES", 1)
     monkeypatch.setattr(_plan, "GATHER_TASKS_PER_THREAD", 8)
     monkeypatch.setattr(_plan, "SLAB_BYTES", 1)
     monkeypatch.setattr(_plan, "LINE_BYTES", 2)
+    _launch.cache_clear()  # plans are cached: made again from these constants
+    yield
+    _launch.cache_clear()
 
 
 def _dtype(key: str) -> np.dtype[Any]:

@@ -151,7 +151,7 @@ def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
     """
     outer, size, inner = _plan.split(call.shape, call.axis)
     n, total = plan.n_tasks, outer * size * inner
-    strategy = _plan.Strategy(plan.strategy)
+    strategy = plan.strategy
     if strategy == _plan.Strategy.OWNERS:
         return Scratch(Arg(kept, (n, outer * -(-size // n) * inner + 1), writeable=True))
     if strategy == _plan.Strategy.SEGMENTS:
@@ -271,7 +271,7 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     assert call.reduction is not None
     assert math.prod(call.index_shape) > 0
     kept = storage(call.family, call.dtype, call.reduction)
-    choose = partial_plan(call, kept, threads)
+    choose = _chooser(call, kept, threads)
     plan = choose(constant_rows)
     fused = _fused_copy(plan, call)
     bounds = call.into_out and not _writes_after_bounds(plan, fused, call.in_place)
@@ -291,7 +291,7 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     )
 
 
-def partial_plan(call: Call, kept: np.dtype[Any], threads: int) -> Callable[[bool], _plan.Plan]:
+def _chooser(call: Call, kept: np.dtype[Any], threads: int) -> Callable[[bool], _plan.Plan]:
     """``constant_rows -> _plan.plan(...)`` for ``call``, its elements stored as ``kept``."""
     assert call.reduction is not None
     regroupable = _regroupable(call.family, call.reduction, call.dtype)
