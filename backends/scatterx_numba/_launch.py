@@ -277,7 +277,7 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     bounds = call.into_out and not _writes_after_bounds(plan, fused, call.in_place)
     fallback = None
     if plan.strategy == _plan.Strategy.ROWS:
-        fallback = _columns_after_rows(call, threads, choose(False), kept, checked=not bounds)
+        fallback = _columns_after_rows(call, threads, choose(False), kept, checked=bounds)
     return _scatter_plan(
         call,
         threads,
