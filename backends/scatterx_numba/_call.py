@@ -1,7 +1,8 @@
 """What a call's launches depend on, read from its request: metadata, never values.
 
 :func:`describe` reads the shapes, dtypes, axis, reduction and the layouts of data and
-``out`` into a hashable :class:`Call`; a launch (:class:`Launch`) names its arrays as
+``out`` into a hashable :class:`Call`; :func:`storage` says how the kernels keep its
+elements; a launch (:class:`Launch`) names its arrays as
 :class:`Arg`: what their kinds (``_runtime.kinds``) depend on. No numba import.
 """
 
@@ -20,6 +21,11 @@ Array = np.ndarray[Any, Any]
 #: How each dtype is stored in the kernels: bool as uint8 0/1, float16 and bfloat16 as
 #: their uint16 bits (their reductions decode to float32 and round back).
 _FAMILY = {"bool": "bool", "float16": "half", "bfloat16": "bf16"}
+_STORAGE: dict[str, np.dtype[Any]] = {
+    "bool": np.dtype(np.uint8),
+    "half": np.dtype(np.uint16),
+    "bf16": np.dtype(np.uint16),
+}
 
 
 def native(dtype: np.dtype[Any]) -> np.dtype[Any]:
@@ -142,3 +148,37 @@ class Launch(NamedTuple):
     maker: str
     params: tuple[Any, ...]
     args: tuple[Any, ...]
+
+
+def storage(family: str, dtype: np.dtype[Any], reduction: str) -> np.dtype[Any]:
+    """The dtype the kernels see: see ``_STORAGE``; ``none`` moves bits (``_plan.BITS``),
+    so one compiled signature serves int32, uint32 and float32 alike.
+
+    Wrapping add and mul give the same bits on signed and unsigned integers of one width
+    (two's complement), so signed ones run as unsigned: one compiled signature for both.
+    """
+    if reduction == "none" or (reduction in ("add", "mul") and dtype.kind == "i"):
+        return _plan.BITS.get(dtype.itemsize, dtype)  # complex128 has no 16-byte integer
+    return _STORAGE.get(family, dtype)
+
+
+def regroupable(family: str, reduction: str, dtype: np.dtype[Any]) -> bool:
+    """Whether the reduction's fold may be split into segments and merged (see _segments)."""
+    if reduction in ("none", "max", "min") or family == "bool":
+        return True
+    return family == "plain" and dtype.kind in "iu"
+
+
+def identity(family: str, reduction: str, dtype: np.dtype[Any]) -> Any:
+    """The value that ``op(x, identity)`` leaves bit for bit as ``x``, in storage form."""
+    if family in ("half", "bf16"):
+        bits = {"half": (0xFC00, 0x7C00), "bf16": (0xFF80, 0x7F80)}[family]  # -inf, +inf
+        return bits[reduction == "min"]
+    if family == "bool":
+        return int(reduction in ("mul", "min"))
+    if reduction in ("add", "mul"):
+        return int(reduction == "mul")
+    if dtype.kind == "f":
+        return -np.inf if reduction == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if reduction == "max" else info.max

@@ -21,17 +21,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _plan
+from . import _call, _plan
 from ._call import Arg, Call, Launch
 
 _INT64 = np.dtype(np.int64)
 _BYTES = np.dtype(np.uint8)
-#: How the storage families keep their elements: see ``_call.Call.family``.
-_STORAGE: dict[str, np.dtype[Any]] = {
-    "bool": np.dtype(np.uint8),
-    "half": np.dtype(np.uint16),
-    "bf16": np.dtype(np.uint16),
-}
 #: Below this many bytes one thread's copy of data beats a parallel launch.
 PARALLEL_COPY_BYTES = 1 << 22
 #: Indices per task of the pass over the indices' range (``_passes.index_range``).
@@ -102,40 +96,6 @@ def _copy_launch(call: Call, threads: int) -> Launch:
 # ---- scatter ----------------------------------------------------------------------------
 
 
-def storage(family: str, dtype: np.dtype[Any], reduction: str) -> np.dtype[Any]:
-    """The dtype the kernels see: see ``_STORAGE``; ``none`` moves bits (``_plan.BITS``),
-    so one compiled signature serves int32, uint32 and float32 alike.
-
-    Wrapping add and mul give the same bits on signed and unsigned integers of one width
-    (two's complement), so signed ones run as unsigned: one compiled signature for both.
-    """
-    if reduction == "none" or (reduction in ("add", "mul") and dtype.kind == "i"):
-        return _plan.BITS.get(dtype.itemsize, dtype)  # complex128 has no 16-byte integer
-    return _STORAGE.get(family, dtype)
-
-
-def _regroupable(family: str, reduction: str, dtype: np.dtype[Any]) -> bool:
-    """Whether the reduction's fold may be split into segments and merged (see _segments)."""
-    if reduction in ("none", "max", "min") or family == "bool":
-        return True
-    return family == "plain" and dtype.kind in "iu"
-
-
-def _identity(family: str, reduction: str, dtype: np.dtype[Any]) -> Any:
-    """The value that ``op(x, identity)`` leaves bit for bit as ``x``, in storage form."""
-    if family in ("half", "bf16"):
-        bits = {"half": (0xFC00, 0x7C00), "bf16": (0xFF80, 0x7F80)}[family]  # -inf, +inf
-        return bits[reduction == "min"]
-    if family == "bool":
-        return int(reduction in ("mul", "min"))
-    if reduction in ("add", "mul"):
-        return int(reduction == "mul")
-    if dtype.kind == "f":
-        return -np.inf if reduction == "max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if reduction == "max" else info.max
-
-
 def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
     """The strategy's scratch array, for elements stored as ``kept``.
 
@@ -157,7 +117,7 @@ def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
     if strategy == _plan.Strategy.SEGMENTS:
         assert call.reduction is not None
         if call.reduction != "none":
-            identity = _identity(call.family, call.reduction, call.dtype)
+            identity = _call.identity(call.family, call.reduction, call.dtype)
             return Scratch(Arg(kept, (n, total), writeable=True), identity)
         wide = math.prod(call.index_shape) > np.iinfo(np.int32).max
         return Scratch(Arg(np.dtype(np.int64 if wide else np.int32), (n, total), True), -1)
@@ -270,7 +230,7 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     rows being constant or not (asked of the values only where ``rows_open`` says)."""
     assert call.reduction is not None
     assert math.prod(call.index_shape) > 0
-    kept = storage(call.family, call.dtype, call.reduction)
+    kept = _call.storage(call.family, call.dtype, call.reduction)
     choose = _chooser(call, kept, threads)
     plan = choose(constant_rows)
     fused = _fused_copy(plan, call)
@@ -294,7 +254,7 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
 def _chooser(call: Call, kept: np.dtype[Any], threads: int) -> Callable[[bool], _plan.Plan]:
     """``constant_rows -> _plan.plan(...)`` for ``call``, its elements stored as ``kept``."""
     assert call.reduction is not None
-    regroupable = _regroupable(call.family, call.reduction, call.dtype)
+    regroupable = _call.regroupable(call.family, call.reduction, call.dtype)
 
     def choose(constant_rows: bool) -> _plan.Plan:
         return _plan.plan(
