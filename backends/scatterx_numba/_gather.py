@@ -44,10 +44,10 @@ def gather_elements(request: GatherRequest) -> Array:
     """
     data: Array = request.data
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
-    out = _destination(request.out, index_shape, data.dtype)
+    call = _call.describe(request)
+    out = _destination(call, request.out, index_shape, data.dtype)
     if request.n_indices == 0:
         return out
-    call = _call.describe(request)
     index_dtype = call.index_dtype
     indices = _input(request.indices, index_dtype, index_dtype)
     threads = _runtime.num_threads()

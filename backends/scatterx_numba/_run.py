@@ -11,7 +11,7 @@ import numpy as np
 from scatterx.backend import Request, ScatterRequest, empty_aligned, out_of_bounds_error
 
 from . import _call, _launch, _layout, _plan, _runtime
-from ._call import kernel_ready, writes_into
+from ._call import kernel_ready
 
 Array = np.ndarray[Any, Any]
 
@@ -137,10 +137,11 @@ def _launch_kernel(plan: _launch.LaunchPlan, arrays: KernelArrays) -> Array:
     return bad
 
 
-def _destination(out: Array | None, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Array:
-    """Where the kernels write: the caller's ``out`` where :func:`writes_into` it, else a
-    new aligned array of ``shape`` (JAX takes it without a copy)."""
-    if out is not None and writes_into(out, dtype):
+def _destination(call: _call.Call, out: Array | None, shape: tuple[int, ...], dtype: Any) -> Array:
+    """Where the kernels write: the caller's ``out`` where ``call`` writes into it
+    (``_call.writes_into``), else a new aligned array of ``shape`` and ``dtype`` (JAX takes
+    it without a copy)."""
+    if call.into_out and out is not None:
         return out
     return empty_aligned(shape, dtype)
 
@@ -196,7 +197,7 @@ def _scatter_c(request: ScatterRequest) -> Array:
     data: Array = request.data
     dtype = call.dtype
     updates: Array = request.updates
-    out = _destination(request.out, request.shape, dtype)
+    out = _destination(call, request.out, request.shape, dtype)
     if call.family == "bool":
         # bools as canonical 0/1 bytes, whatever bytes the inputs held: the kernels work on
         # uint8, where a raw 2 would survive max and min.
