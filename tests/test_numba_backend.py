@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import scatterx
 from _subprocess import run_python
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
-from scatterx_numba import _plan, backend
+from scatterx_numba import _launch, _plan, backend
 from scatterx_numba._plan import Plan, Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
@@ -26,6 +27,15 @@ def _check(data: Array, indices: Array, updates: Array, axis: int, reduction: st
     )
     want = reference_scatter_elements(data, indices, updates, axis=axis, reduction=reduction)
     assert_bitwise_equal(got, want)
+
+
+@pytest.fixture
+def owners_on_few_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Owners on any number of threads (plans are cached: made again for this)."""
+    monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
+    _launch.cache_clear()
+    yield
+    _launch.cache_clear()
 
 
 @pytest.fixture
@@ -96,9 +106,8 @@ OWNER_CASES = [
 
 @pytest.mark.parametrize(("dtype", "reduction"), OWNER_CASES)
 def test_owner_strategy_matches_oracle(
-    monkeypatch: pytest.MonkeyPatch, two_threads: None, dtype: str, reduction: str
+    owners_on_few_threads: None, two_threads: None, dtype: str, reduction: str
 ) -> None:
-    monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
     data, indices, updates = _histogram(dtype, 7)
     assert _plan.plan(data.shape, indices.shape, 0, 4, 2).strategy == Strategy.OWNERS
     _check(data, indices, updates, 0, reduction)
@@ -106,10 +115,10 @@ def test_owner_strategy_matches_oracle(
 
 @pytest.mark.parametrize("owners", [False, True])
 def test_first_bad_index_in_c_order(
-    monkeypatch: pytest.MonkeyPatch, two_threads: None, owners: bool
+    request: pytest.FixtureRequest, two_threads: None, owners: bool
 ) -> None:
     if owners:
-        monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
+        request.getfixturevalue("owners_on_few_threads")
     rng = np.random.default_rng(3)
     data = np.zeros((40, 64), dtype=np.float64)
     indices = rng.integers(-40, 40, size=(300, 64)) if owners else rng.integers(0, 40, (30, 64))
@@ -207,9 +216,8 @@ def backend_threshold() -> int:
 
 
 def test_owner_strategy_with_several_outer_positions(
-    monkeypatch: pytest.MonkeyPatch, two_threads: None
+    owners_on_few_threads: None, two_threads: None
 ) -> None:
-    monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
     rng = np.random.default_rng(5)
     data = rng.standard_normal((2, 29, 1)).astype(np.float32)
     indices = rng.integers(-29, 29, size=(2, 500, 1))

@@ -29,7 +29,7 @@ pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 import numba
 
 import scatterx_numba
-from scatterx_numba import _background, _needs, _plan, _runtime
+from scatterx_numba import _background, _call, _plan, _runtime
 
 COMPILING = "compiling float32 add kernels in the background; numpy runs meanwhile"
 
@@ -207,23 +207,23 @@ def threads(request: pytest.FixtureRequest) -> Iterator[int]:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_launches_foretold_are_the_launches_made(
+def test_the_launches_of_the_plan_are_the_launches_made(
     case: str, threads: int, launches: list[tuple[int, Any]]
 ) -> None:
     for request in CASES[case]():
-        needs = _needs.needs(_needs.describe(request), threads)
-        foretold = {(id(need.kernel()), need.key[2]): need for need in needs}
+        code = _background.code(_call.describe(request), threads)
+        planned = {(id(launch.kernel()), launch.key[2]): launch for launch in code}
         before = len(launches)
         if isinstance(request, ScatterRequest):
             scatterx_numba.backend.scatter_elements(request)
         else:
             scatterx_numba.backend.gather_elements(request)
         made = set(launches[before:])
-        assert made <= foretold.keys(), "a launch that was not foretold"
+        assert made <= planned.keys(), "a launch that is not in the plan"
         # Only the index values tell whole rows from columns: one of them may not run,
         # nor then the copy before it.
-        unmade = [need for key, need in foretold.items() if key not in made]
-        kernels = [need.params[0] for need in unmade if need.maker == "kernel"]
+        unmade = [launch for key, launch in planned.items() if key not in made]
+        kernels = [launch.params[0] for launch in unmade if launch.maker == "kernel"]
         assert kernels in ([], [_plan.Strategy.ROWS], [_plan.Strategy.COLUMNS])
         assert len(unmade) == len(kernels) or (kernels and unmade[0].params == ("copy_words",))
 
@@ -265,6 +265,50 @@ def test_explain_says_numpy_runs_while_numba_compiles(
     loaded.set()
     assert _background.idle(30)
     assert scatterx.explain(data, indices, updates, axis=1, reduction="add").backend == "numba"
+
+
+def test_skip_automatic_asks_for_the_launches_of_each_out_mode_and_layout(
+    background: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request is passed over while any launch of its own is not loaded: with ``out``
+    that the kernels write, the pass over the indices; a large new output of C-ordered
+    data, the parallel copy; a gather of strided data, its kernel for that layout."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("the parallel copy needs two numba threads")
+    monkeypatch.setattr(_runtime, "load_code", lambda kernel, *args: None)
+    _runtime.pass_kernel("copy_words")  # numba is in: its thread count is known
+    before = numba.get_num_threads()
+    numba.set_num_threads(2)
+    data = np.zeros((1100, 1000), np.float32)
+    indices = _rng().integers(0, 1100, (300, 1000))
+
+    def request(data: np.ndarray, **out: Any) -> ScatterRequest:
+        return _scatter(data, indices, 0, "add", **out)
+
+    def passed_over(request: Request) -> bool:
+        reason = scatterx_numba.backend.skip_automatic(request)
+        assert _background.idle(30)  # its job, if it started one, is done
+        return reason is not None and reason.startswith("compiling float32 ")
+
+    fortran = np.asfortranarray(data)
+    try:
+        assert passed_over(strided := request(np.zeros((1100, 2000), np.float32)[:, ::2]))
+        assert not passed_over(strided)
+        assert passed_over(new_output := request(data))  # the parallel copy
+        assert not passed_over(new_output)
+        # An ``out`` that the kernels cannot write as it is: a new output, then a copy.
+        assert not passed_over(request(data, out=np.empty_like(fortran)))
+        assert passed_over(into_out := request(data, out=np.empty_like(data)))  # the bounds
+        assert not passed_over(into_out)
+        assert not passed_over(request(d := data.copy(), out=d))  # in place: no copy
+        # Fortran order into Fortran order runs as C order into C order: no new launch.
+        assert not passed_over(request(fortran, out=np.empty_like(fortran)))
+        assert passed_over(gather := _gather(_F32, (300, 300), 1))
+        assert not passed_over(gather)
+        assert passed_over(strided_gather := _gather(np.asfortranarray(_F32), (300, 300), 1))
+        assert not passed_over(strided_gather)
+    finally:
+        numba.set_num_threads(before)
 
 
 def test_a_failed_background_compile_is_logged_and_the_call_then_waits(

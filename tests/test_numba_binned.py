@@ -15,7 +15,7 @@ from scatterx.testing import (
     reference_scatter_elements,
     reference_with_free_nans,
 )
-from scatterx_numba import _plan, _run, _runtime
+from scatterx_numba import _launch, _plan, _run, _runtime
 from scatterx_numba._plan import Plan, Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
@@ -33,6 +33,7 @@ def binned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
     """
     monkeypatch.setattr(_plan, "BINNED_MIN_ROWS", 64)
     monkeypatch.setattr(_plan, "BINNED_WAVE_ROWS", WAVE_ROWS)
+    _launch.cache_clear()  # plans are cached: made again from these constants
     used: list[tuple[str, int]] = []
     strategies: dict[int, str] = {}
     choose, launch = _runtime.kernel, _runtime.launch
@@ -52,6 +53,7 @@ def binned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
     numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
     yield used
     numba.set_num_threads(before)
+    _launch.cache_clear()
 
 
 def _values(

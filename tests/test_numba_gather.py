@@ -10,9 +10,19 @@ import numpy as np
 import pytest
 
 import scatterx
+from scatterx._validate_gather import normalise_gather
 from scatterx.testing import first_difference
-from scatterx_numba import SMALL_CALL_UPDATES, _gather, backend
-from scatterx_numba._gather import GatherParams
+from scatterx_numba import (
+    SMALL_CALL_UPDATES,
+    _call,
+    _gather,
+    _launch,
+    _layout,
+    _plan,
+    _run,
+    backend,
+)
+from scatterx_numba._plan import GatherParams
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -29,12 +39,15 @@ def two_threads() -> Iterator[None]:
 
 
 @pytest.fixture
-def small_units(monkeypatch: pytest.MonkeyPatch, two_threads: None) -> None:
+def small_units(monkeypatch: pytest.MonkeyPatch, two_threads: None) -> Iterator[None]:
     """Many tasks, narrow bands and chunks of rows even on small arrays."""
-    monkeypatch.setattr(_gather, "MIN_TASK_INDICES", 1)
-    monkeypatch.setattr(_gather, "TASKS_PER_THREAD", 8)
-    monkeypatch.setattr(_gather, "SLAB_BYTES", 1)
-    monkeypatch.setattr(_gather, "LINE_BYTES", 2)
+    monkeypatch.setattr(_plan, "MIN_TASK_INDICES", 1)
+    monkeypatch.setattr(_plan, "GATHER_TASKS_PER_THREAD", 8)
+    monkeypatch.setattr(_plan, "SLAB_BYTES", 1)
+    monkeypatch.setattr(_plan, "LINE_BYTES", 2)
+    _launch.cache_clear()  # plans are cached: made again from these constants
+    yield
+    _launch.cache_clear()
 
 
 def _dtype(key: str) -> np.dtype[Any]:
@@ -157,9 +170,10 @@ def test_rows_of_one_id_are_copied_whole(two_threads: None, key: str) -> None:
     data = _values(np.dtype(key), rng, (40, 96))
     indices = np.repeat(rng.integers(-40, 40, size=(300, 1)), 96, axis=1)
     indices[1::7, 5] = 0  # some rows mixed: they run element by element
-    ids = _gather._constant_rows(indices.reshape(1, 300, 96))
+    three_d = indices.reshape(1, 300, 96)
+    ids = _run.constant_rows((three_d[0, 0], three_d[-1, -1]))
     assert ids
-    params, _ = _gather.plan(data.shape, indices.shape, 0, data.itemsize, 2, constant_rows=ids)
+    params, _ = _plan.gather_plan(data.shape, indices.shape, 0, data.itemsize, 2, constant_rows=ids)
     assert params.band == 96
     _check(data, indices, 0)
 
@@ -169,7 +183,7 @@ def test_units_cut_across_rows_and_columns(small_units: None, axis: int) -> None
     rng = np.random.default_rng(4)
     data = _values(np.dtype(np.float32), rng, (5, 12, 9))
     indices = _random_indices(rng, data.shape, axis, 13)
-    params, n_tasks = _gather.plan(data.shape, indices.shape, axis, 4, 2, constant_rows=False)
+    params, n_tasks = _plan.gather_plan(data.shape, indices.shape, axis, 4, 2, constant_rows=False)
     assert n_tasks > 2
     if axis < 2:
         assert params.n_bands > 1
@@ -198,7 +212,7 @@ def test_units_from_shapes(
     rows: bool,
     expected: tuple[GatherParams, int],
 ) -> None:
-    assert _gather.plan(data_shape, index_shape, axis, 4, 2, constant_rows=rows) == expected
+    assert _plan.gather_plan(data_shape, index_shape, axis, 4, 2, constant_rows=rows) == expected
 
 
 def _first_bad_cases() -> dict[str, tuple[Array, Array, int]]:
@@ -270,8 +284,9 @@ def test_small_gathers_go_to_numpy_in_automatic_choice() -> None:
 )
 def test_strided_data_is_read_where_it_lies(layout: str, key: str, in_place: bool) -> None:
     data = _data_layouts(np.arange(24).astype(key).reshape(2, 3, 4))[layout]
-    word, width = _gather.words(data.dtype)
-    source = _gather._source(data, 1, word, width)
+    width = _plan.words(data.dtype)[1]
+    call = _call.describe(normalise_gather(data, np.zeros((2, 1, 4), np.int64), 1))
+    source = _gather._source(data, 1, _launch.gather_launch_plan(call, 2).arrays.data)
     assert source.shape == (2, 3, 4 * width)
     assert np.shares_memory(source, data) == in_place
     assert not source.flags.writeable
@@ -279,5 +294,5 @@ def test_strided_data_is_read_where_it_lies(layout: str, key: str, in_place: boo
 
 def test_dimensions_that_do_not_merge_are_copied() -> None:
     data = np.asfortranarray(np.zeros((2, 3, 4), np.float32))
-    assert _gather._three_d_view(data, 1) is not None
-    assert _gather._three_d_view(data, 0) is None  # (3, 4) in Fortran order: not one row
+    assert _layout.three_d_view(data, 1) is not None
+    assert _layout.three_d_view(data, 0) is None  # (3, 4) in Fortran order: not one row

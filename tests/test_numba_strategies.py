@@ -155,6 +155,25 @@ def test_first_bad_index_and_no_partial_result(kernels_used: list[str], strategy
     assert kernels_used[0] == ("rows" if strategy == "rows" else "segments")
 
 
+def test_rows_that_turn_out_mixed_leave_out_untouched_in_place(kernels_used: list[str]) -> None:
+    """In place, whole rows check their indices before writing; a row that is not
+    constant sends the call to columns, which write as they go: the indices are checked
+    before them, and a bad one past the mixed row leaves ``out`` as it was."""
+    rng = np.random.default_rng(6)
+    indices = np.repeat(rng.integers(0, 40, size=(300, 1)), 64, axis=1)
+    indices[100, 7] = (indices[100, 0] + 1) % 40  # mixed: whole rows give way to columns
+    indices[250] = 40
+    data = np.zeros((40, 64), dtype=np.float32)
+    updates = np.ones(indices.shape, dtype=np.float32)
+    with pytest.raises(IndexError) as info:
+        scatterx.scatter_elements(
+            data, indices, updates, reduction="max", out=data, backend="numba"
+        )
+    assert str(info.value) == str(scatterx.backend.out_of_bounds_error(40, (250, 0), 0, 40))
+    assert not data.any()
+    assert kernels_used == ["rows"]  # the check raised before the columns kernel
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize(
     ("data_shape", "index_shape", "axis"),

@@ -5,7 +5,8 @@ from its disk cache), which the numpy backend does not: it answers in millisecon
 same bits. So in automatic choice a call whose code is not loaded in this process yet
 is passed over (:func:`compiling` gives the reason, marked transient so that the choice
 is not remembered), while one daemon thread loads or compiles exactly the code that call
-needs (:mod:`scatterx_numba._needs`). Once it is in, calls of that kind run on numba.
+needs: the launches of its plan (:mod:`scatterx_numba._launch`). Once it is in, calls of
+that kind run on numba.
 
 ``SCATTERX_NUMBA_COMPILE=wait`` (or :func:`set_compile_mode`) turns this off: automatic
 choice then runs numba and the call waits for the compile, as a call naming numba always
@@ -19,11 +20,14 @@ import logging
 import os
 import threading
 import time
-from typing import Literal, NamedTuple
+from functools import lru_cache
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
 
 from scatterx.backend import Request, TransientReason
 
-from . import _needs, _runtime
+from . import _call, _launch, _runtime
 
 ENV_VAR = "SCATTERX_NUMBA_COMPILE"
 #: Seconds a job waits before it starts: importing numba holds the interpreter's lock for
@@ -95,7 +99,7 @@ def compile_mode() -> CompileMode:
 class _Job(NamedTuple):
     """Load the code of calls like ``call`` on ``threads`` (None: numba's default)."""
 
-    call: _needs.Call
+    call: _call.Call
     threads: int | None
 
 
@@ -103,11 +107,65 @@ _lock = threading.Lock()
 _queue: collections.deque[_Job] = collections.deque()
 _pending: set[_Job] = set()
 _worker: threading.Thread | None = None
-#: Keys (``_needs.Need.key``) of the code loaded by a job: calls needing only these run.
+#: Keys (``Code.key``) of the code loaded by a job: calls needing only these run.
 _ready: set[tuple[object, ...]] = set()
 #: Calls whose code failed to load in the background (or whose launches could not be
 #: told): numba runs them as it would without jobs, loading their code, raising the error.
-_failed: set[_needs.Call] = set()
+_failed: set[_call.Call] = set()
+
+
+class Code(NamedTuple):
+    """The code of one launch: the kernel's maker and parameters, stand-ins of the
+    arguments, and ``key``: the kernel and the kinds of its arguments (equal keys, one
+    compiled signature; what ``_runtime.launch`` remembers as loaded)."""
+
+    maker: str
+    params: tuple[Any, ...]
+    args: tuple[Any, ...]
+    key: tuple[Any, ...]
+
+    def kernel(self) -> Any:
+        """The kernel (the first one made in a process imports numba)."""
+        return getattr(_runtime, self.maker)(*self.params)
+
+
+def _stand_in(arg: Any) -> Any:
+    """A small argument of the kinds of ``arg`` (``_call.Arg``, tuples of them, scalars):
+    its lengths cut to 2, since a C-ordered array's flags depend only on which lengths are
+    0, 1 or more; a strided one of the C and F flags it names; named tuples as the plain
+    tuples the kernels are launched with."""
+    if isinstance(arg, _call.Arg):
+        if arg.flags is not None:
+            return _strided(arg.dtype, *arg.flags)
+        array = np.empty(tuple(min(int(n), 2) for n in arg.shape), arg.dtype)
+        array.flags.writeable = arg.writeable
+        return array
+    if isinstance(arg, tuple):
+        return tuple(_stand_in(member) for member in arg)
+    return arg
+
+
+def _strided(dtype: np.dtype[Any], c: bool, f: bool) -> np.ndarray[Any, Any]:
+    """A read-only 3-D array with the C and F flags ``c`` and ``f``."""
+    if c:
+        array = np.empty((1, 1, 1) if f else (2, 2, 2), dtype)
+    elif f:
+        array = np.empty((2, 2, 2), dtype, order="F")
+    else:
+        array = np.empty((2, 2, 4), dtype)[..., ::2]
+    array.flags.writeable = False
+    return array
+
+
+@lru_cache(maxsize=256)
+def code(call: _call.Call, threads: int) -> tuple[Code, ...]:
+    """The code of every launch ``call`` may make on ``threads`` (``_launch.launches``)."""
+    found = []
+    for launch in _launch.launches(call, threads):
+        args = _stand_in(launch.args)
+        key = (launch.maker, launch.params, _runtime.kinds(args))
+        found.append(Code(launch.maker, launch.params, args, key))
+    return tuple(found)
 
 
 def compiling(request: Request) -> TransientReason | None:
@@ -120,7 +178,7 @@ def compiling(request: Request) -> TransientReason | None:
     """
     if compile_mode() == "wait":
         return None
-    call = _needs.describe(request)
+    call = _call.describe(request)
     if call in _failed:
         return None
     threads = _runtime.loaded_num_threads()
@@ -131,11 +189,11 @@ def compiling(request: Request) -> TransientReason | None:
     return TransientReason(f"compiling {call.what} kernels in the background; numpy runs meanwhile")
 
 
-def _loaded(call: _needs.Call, threads: int) -> bool:
+def _loaded(call: _call.Call, threads: int) -> bool:
     """Whether every launch of ``call`` is loaded; a failure to tell counts as failing to
     load (logged: it is a bug), so that the call runs on numba as it would without jobs."""
     try:
-        needs = _needs.needs(call, threads)
+        needs = code(call, threads)
     except Exception:
         logger.warning("numba: which %s kernels to load is unknown", call.what, exc_info=True)
         _failed.add(call)
@@ -187,7 +245,7 @@ def _work() -> None:
 def _load(job: _Job) -> None:
     """Load (or compile) each launch of ``job``'s calls that is not loaded yet."""
     threads = job.threads if job.threads is not None else _runtime.num_threads()
-    for need in _needs.needs(job.call, threads):
+    for need in code(job.call, threads):
         if need.key in _ready:
             continue
         start = time.perf_counter()

@@ -19,7 +19,7 @@ bins of a wave stay a few MiB. Nothing is written to the output before the last
 wave's second pass, when every index has been found in bounds: the waves before work on
 ``base``, and the last one's owners copy their half of it out before applying the bins.
 
-Scratch (``_run._SCRATCH``): one row of storage elements, ``[positions | base | bins]``:
+Scratch (``_launch._scratch``): one row of storage elements, ``[positions | base | bins]``:
 the bins' values (``params.band`` of them) at the end, the column's copy before them,
 and the bins' positions as uint32 in the front part.
 """

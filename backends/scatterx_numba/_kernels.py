@@ -36,9 +36,10 @@ from numba.extending import overload
 
 from . import _ops
 from ._binned import apply_bins_task, bin_task
+from ._launch import KernelParams
 from ._plan import Strategy
 from ._rows import apply_task, target_task
-from ._run import KernelArrays, KernelParams
+from ._run import KernelArrays
 from ._segments import fold_task, last_position_task, merge_last_task, merge_task
 from ._tasks import all_in_bounds, column_task, owner_task
 
@@ -128,7 +129,7 @@ def scatter_kernel(strategy: Strategy, family: str, reduction: str) -> Any:
     ``kernel(arrays, scratch, params, n_tasks)`` takes the fields of a ``KernelArrays`` and
     of a ``KernelParams`` as plain tuples (numba's dispatcher types a plain tuple faster
     than a named one, which a small call feels) and names them again inside; ``scratch``
-    is the strategy's own 2-D array (see ``_run._SCRATCH``). It returns each
+    is the strategy's own 2-D array (see ``_launch._scratch``). It returns each
     first-pass task's result: -1, or the position of the first bad index it met (or
     ``_plan.NOT_CONSTANT``, rows only).
     Families whose reductions are one function share its kernel (bool ``add`` is uint8

@@ -1,4 +1,6 @@
-"""Layouts: data whose reordered dimensions are C-contiguous runs as that reordered view.
+"""Layouts: reordered C-contiguous views for a scatter, strided views for a gather.
+
+A scatter of data whose reordered dimensions are C-contiguous runs as that reordered view.
 
 A Fortran-ordered array, or a transposed one, is C-contiguous once its dimensions are
 taken in the order of decreasing strides. Updates that meet at one output element differ
@@ -11,6 +13,8 @@ the layout of ``data`` (NumPy's ``order="K"``).
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -52,3 +56,32 @@ def reordered(request: ScatterRequest, order: tuple[int, ...]) -> ScatterRequest
 def restored(result: Array, order: tuple[int, ...]) -> Array:
     """``result`` of the reordered request, with the caller's order of dimensions."""
     return result.transpose(np.argsort(order))
+
+
+def three_d_view(array: Array, axis: int) -> Array | None:
+    """A read-only view of ``array`` as ``(outer, size, inner)``, whatever its strides, or
+    None where they do not allow one (dimensions of one side of the axis that do not merge).
+    """
+    merged: list[tuple[int, int]] = []
+    for part in (slice(0, axis), slice(axis, axis + 1), slice(axis + 1, None)):
+        sizes = zip(array.shape[part], array.strides[part], strict=True)
+        dims = [(n, stride) for n, stride in sizes if n != 1]
+        if any(s0 != s1 * n1 for (_, s0), (n1, s1) in itertools.pairwise(dims)):
+            return None
+        merged.append((math.prod(array.shape[part]), dims[-1][1] if dims else 0))
+    shape, strides = zip(*merged, strict=True)
+    return np.lib.stride_tricks.as_strided(array, shape, strides, writeable=False)
+
+
+def strided_source(data: Array, axis: int, width: int) -> Array | None:
+    """The ``(outer, size, inner)`` view a gather reads ``data`` through where it lies, or
+    None where it reads C-ordered words (data in C order, or copied into it first).
+
+    Strided data of one word per element (``width``) is read where it lies (a transposed
+    gradient, say): copying all of data for a gather that reads part of it could cost far
+    more than the gather. Elements of several words, and unaligned data, are copied.
+    """
+    flags = data.flags
+    if (flags.c_contiguous and flags.aligned) or width != 1 or not flags.aligned:
+        return None
+    return three_d_view(data, axis)

@@ -1,4 +1,8 @@
-"""Strategy selection from the shapes alone (plain Python: no numba import)."""
+"""How a call is split into tasks, from the shapes alone (plain Python: no numba import).
+
+A scatter picks a strategy (:func:`plan`); a gather cuts its indices into units
+(:func:`gather_plan`) of the words it moves (:func:`words`).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any, NamedTuple
+
+import numpy as np
 
 #: Narrowest column band, in bytes of a row of data.
 MIN_BAND_BYTES = 2048
 #: Column tasks per thread, for balance when a few outer positions are split into bands.
-TASKS_PER_THREAD = 4
+COLUMN_TASKS_PER_THREAD = 4
 #: Fewer columns than this many per thread cannot be balanced: use output-row owners.
 COLUMNS_PER_THREAD = 4
 #: Owners copy the output once per thread; worth it only when updates dwarf the output.
@@ -101,13 +108,13 @@ def column_band(inner: int, outer: int, itemsize: int, n_threads: int) -> int:
 
     Whole rows when there are enough outer positions to share out, or when a row is short
     (then the task also copies its rows of data, contiguous, and a walk over whole rows
-    reads indices and updates sequentially). Otherwise about ``TASKS_PER_THREAD`` bands
+    reads indices and updates sequentially). Otherwise about ``COLUMN_TASKS_PER_THREAD`` bands
     per thread, each at least ``MIN_BAND_BYTES`` wide: narrower bands make every row a
     separate short read, and measured slower on embedding-grad and square-random.
     """
-    if outer >= TASKS_PER_THREAD * n_threads:
+    if outer >= COLUMN_TASKS_PER_THREAD * n_threads:
         return max(1, inner)
-    wanted = -(-inner // (TASKS_PER_THREAD * n_threads))
+    wanted = -(-inner // (COLUMN_TASKS_PER_THREAD * n_threads))
     return max(1, min(inner, max(wanted, MIN_BAND_BYTES // itemsize)))
 
 
@@ -148,9 +155,87 @@ def plan(
     band = column_band(inner, outer, itemsize, n_threads)
     n_tasks = outer * -(-inner // band)
     long_rows = inner >= ROWS_MIN_INNER and rows >= n_threads
-    few_bands = n_threads > 1 and n_tasks < TASKS_PER_THREAD * n_threads
+    few_bands = n_threads > 1 and n_tasks < COLUMN_TASKS_PER_THREAD * n_threads
     open_choice = long_rows and few_bands and index_shape[axis + 1 :] == data_shape[axis + 1 :]
     # Asked last, and only then: looking at the indices costs microseconds a call.
     if open_choice and (constant_rows() if callable(constant_rows) else constant_rows):
         return Plan(Strategy.ROWS, n_threads, inner)
     return Plan(Strategy.COLUMNS, n_tasks, band)
+
+
+# ---- gather -----------------------------------------------------------------------------
+
+#: Fewest indices per task: below this a task's start-up costs more than its share of work.
+MIN_TASK_INDICES = 16384
+#: Gather tasks per thread: the work per index is even, and a second task per thread evens
+#: out a thread that starts late.
+GATHER_TASKS_PER_THREAD = 2
+#: Most bytes of data a unit's column band may span: it then stays in a core's L2 cache
+#: while the unit walks its rows (random rows of a wider band would each miss).
+SLAB_BYTES = 512 * 1024
+#: Narrowest column band, in bytes of a row: two cache lines. Each row of a band is a
+#: separate short read of indices and write of the output, which narrower bands pay for
+#: more often than they save in misses on data.
+LINE_BYTES = 128
+#: The widest word the kernels move: wider elements (complex128) travel as several.
+WORD_BYTES = 8
+#: The unsigned integer of each width: what moves bits (a gather, a scatter's ``none``).
+BITS: dict[int, np.dtype[Any]] = {
+    1: np.dtype(np.uint8),
+    2: np.dtype(np.uint16),
+    4: np.dtype(np.uint32),
+    8: np.dtype(np.uint64),
+}
+
+
+def words(dtype: np.dtype[Any]) -> tuple[np.dtype[Any], int]:
+    """The unsigned dtype an element of ``dtype`` is moved as, and how many per element.
+
+    A gather copies elements and computes nothing, so only the width matters: every dtype
+    of one width shares the kernel's compiled signature, and the bits (NaN payloads, the
+    bytes of a non-native byte order) arrive untouched.
+    """
+    if dtype.itemsize <= WORD_BYTES:
+        return BITS[dtype.itemsize], 1
+    return BITS[WORD_BYTES], dtype.itemsize // WORD_BYTES
+
+
+class GatherParams(NamedTuple):
+    """How a gather is cut into units (see :mod:`scatterx_numba._gather_kernel`)."""
+
+    same: bool  # indices' inner shape is data's (no inner_map needed)
+    band: int  # columns per unit
+    n_bands: int  # units across the columns of one row
+    n_chunks: int  # units down the rows of one outer position
+
+
+def gather_plan(
+    data_shape: tuple[int, ...],
+    index_shape: tuple[int, ...],
+    axis: int,
+    element_bytes: int,
+    n_threads: int,
+    *,
+    constant_rows: bool,
+) -> tuple[GatherParams, int]:
+    """The units of a gather and the number of tasks that share them.
+
+    Column bands keep what a unit reads of data in cache: a band of ``size`` rows of data
+    spans at most ``SLAB_BYTES``, but is at least ``LINE_BYTES`` wide; unless index rows
+    hold one value each (``constant_rows``: an embedding gradient), whose whole rows are
+    contiguous copies. Rows are cut into chunks only when there are too few units to
+    share out: a few tasks per thread, none with less than ``MIN_TASK_INDICES`` indices.
+    """
+    outer, rows, inner = split(index_shape, axis)
+    same = data_shape[axis + 1 :] == index_shape[axis + 1 :]
+    size = data_shape[axis]
+    if constant_rows:
+        band = inner
+    else:
+        band = max(SLAB_BYTES // max(1, size * element_bytes), LINE_BYTES // element_bytes, 1)
+        band = min(band, inner)
+    n_bands = -(-inner // band)
+    total = outer * rows * inner
+    wanted = max(1, min(GATHER_TASKS_PER_THREAD * n_threads, total // MIN_TASK_INDICES))
+    n_chunks = min(rows, max(1, -(-wanted // (outer * n_bands))))
+    return GatherParams(same, band, n_bands, n_chunks), min(wanted, outer * n_bands * n_chunks)

@@ -119,7 +119,7 @@ _launched: set[tuple[int, Any]] = set()
 
 def load_code(kernel: Any, *args: Any) -> None:
     """Load ``kernel``'s code for arguments of the kinds of ``args`` (stand-ins: see
-    ``_needs``) from numba's cache, or compile it, without running it.
+    ``_background.code``) from numba's cache, or compile it, without running it.
 
     In turn with other processes, as a first launch; a later launch of arguments of these
     kinds then neither compiles nor takes the turn. numba's compiler lock keeps two

@@ -2,7 +2,7 @@
 
 Every task is ``task(arrays, scratch, params, task, n_tasks, op)``: ``arrays`` and
 ``params`` are the :class:`scatterx_numba._run.KernelArrays` and
-:class:`scatterx_numba._run.KernelParams` of the call, ``scratch`` the strategy's own 2-D
+:class:`scatterx_numba._launch.KernelParams` of the call, ``scratch`` the strategy's own 2-D
 array, ``op`` the literal name of the reduction (see :func:`scatterx_numba._ops.fold`).
 
 Shapes seen here (the runner reshapes every call to them): ``out`` is ``(outer, size,
