@@ -118,10 +118,8 @@ def _few_positions(indices: Array, data_shape: tuple[int, ...], axis: int, size:
     if min(values) < -size or max(values) >= size:
         check_bounds(indices, axis, size)  # the contract's IndexError, for the first one
     stride, grid = _few_layout(indices.shape, data_shape, axis)
-    return np.array(
-        [offset + (v + size if v < 0 else v) * stride for offset, v in zip(grid, values)],
-        dtype=np.int64,
-    )
+    pairs = zip(grid, values, strict=True)
+    return np.array([offset + (v + size if v < 0 else v) * stride for offset, v in pairs], np.int64)
 
 
 @lru_cache(maxsize=256)
