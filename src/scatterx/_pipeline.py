@@ -28,8 +28,9 @@ from ._validate_gather import normalise_gather
 from ._validate_out import settled
 
 
-class Adopted(NamedTuple):
-    """A call's arrays as the pipeline takes them.
+class Adopted(tuple[tuple[Any, ...], "Library | None", "Carried | None"]):
+    """A call's arrays as the pipeline takes them: ``(arrays, library, carried)``, a
+    tuple with named members (made at C speed at every call).
 
     Attributes
     ----------
@@ -41,9 +42,22 @@ class Adopted(NamedTuple):
         How the arrays were carried to their NumPy views, where they were.
     """
 
-    arrays: tuple[Any, ...]
-    library: Library | None
-    carried: Carried | None
+    __slots__ = ()
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """What the request is made of."""
+        return self[0]
+
+    @property
+    def library(self) -> Library | None:
+        """The caller's array library; None for NumPy's."""
+        return self[1]
+
+    @property
+    def carried(self) -> Carried | None:
+        """How the arrays were carried early, where they were."""
+        return self[2]
 
     def records(self, request: Request) -> bool:
         """Whether autograd records the call of ``request`` (views carried early: never)."""
@@ -64,14 +78,17 @@ def adopt(*arrays: Any) -> Adopted:
     """
     kind = type(arrays[0])
     library = library_of(kind)
-    if library is None or library.early is None:
-        return Adopted(arrays, library, None)
-    if not all(type(a) is kind for a in arrays) or current().serving_type(arrays[0]):
-        return Adopted(arrays, library, None)
-    carried = library.early(*arrays)
+    if library is None or library.early is None or not _alike(kind, arrays):
+        return Adopted((arrays, library, None))
+    carried = None if current().serving_type(arrays[0]) else library.early(*arrays)
     if carried is None:
-        return Adopted(arrays, library, None)
-    return Adopted(carried, library, Carried(library.early_route(kind), arrays))
+        return Adopted((arrays, library, None))
+    return Adopted((carried, library, Carried((library.early_route(kind), arrays))))
+
+
+def _alike(kind: type, arrays: tuple[Any, ...]) -> bool:
+    """Whether all of a call's arrays (data and indices, and any updates) are of ``kind``."""
+    return type(arrays[1]) is kind and (len(arrays) == 2 or type(arrays[2]) is kind)
 
 
 def scatter(
@@ -87,7 +104,7 @@ def scatter(
         adopted = adopt(data, indices, updates)
         request = normalise(*_three(adopted.arrays), axis, reduction)
     else:
-        adopted = Adopted((), library_of(type(data)), None)
+        adopted = Adopted(((), library_of(type(data)), None))
         request = normalise(data, indices, updates, axis, reduction, out)
     return _dispatch(request, adopted, configured(backend), out, data)
 
@@ -103,7 +120,7 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
         adopted = adopt(data, indices)
         request = normalise_gather(*_two(adopted.arrays), axis)
     else:
-        adopted = Adopted((), library_of(type(data)), None)
+        adopted = Adopted(((), library_of(type(data)), None))
         request = normalise_gather(data, indices, axis, out)
     return _dispatch(request, adopted, configured(backend), out, data)
 

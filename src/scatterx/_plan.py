@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from ._config import Configured, Names, configured
 from ._errors import BackendError
@@ -60,8 +60,9 @@ class Plan(tuple[Backend, "Route | None", Request]):
         return self[2]
 
 
-class Carried(NamedTuple):
-    """Arrays carried before their request was made (CPU tensors' NumPy views).
+class Carried(tuple[Route, tuple[Any, ...]]):
+    """Arrays carried before their request was made (CPU tensors' NumPy views):
+    ``(route, arrays)``, a tuple with named members (made at C speed).
 
     Attributes
     ----------
@@ -71,8 +72,17 @@ class Carried(NamedTuple):
         The caller's arrays, as :attr:`Request.arrays` orders them.
     """
 
-    route: Route
-    arrays: tuple[Any, ...]
+    __slots__ = ()
+
+    @property
+    def route(self) -> Route:
+        """The route the arrays took."""
+        return self[0]
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The caller's arrays."""
+        return self[1]
 
     def caller(self, request: Request) -> Request:
         """``request`` (of the carried arrays) on the caller's arrays: what it describes."""
