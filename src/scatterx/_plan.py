@@ -203,7 +203,7 @@ def _remembered(request: Request, carried: Carried | None) -> Plan | None:
     carrier's, whose choice is the one their carried request gets.
     """
     registry = current()
-    key = decision_key(request)
+    key = request.key if request.out is None else decision_key(request)
     found = None if key is None else registry.choices.get(key)
     if found is not None:
         backend, route = found

@@ -234,18 +234,16 @@ def _request(
         devices,
         strides,
     )
-    checked, request_key = checked_key(key)
-    return ScatterRequest(
-        data,
-        indices,
-        updates,
-        checked.axis,
-        reduction,
-        array_type,
-        checked.dtype_key,
-        devices[0],
-        request_key,
-    )
+    try:
+        checked: Metadata | None = _checked(key)
+    except TypeError:  # unhashable, or the check's own: raised below, with no context
+        checked = None
+    request_key: Hashable | None = checked
+    if checked is None:
+        checked, request_key = checked_key(key)
+    # tuple.__new__: the request made at C speed, every field given (the small call's way).
+    fields = (data, indices, updates, checked.axis, reduction, array_type, checked.dtype_key)
+    return tuple.__new__(ScatterRequest, (*fields, devices[0], request_key, None))
 
 
 class Metadata:
