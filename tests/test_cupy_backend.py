@@ -347,7 +347,7 @@ def test_fast_path_docstring_examples_run() -> None:
 
 
 def test_can_run_accepts_a_gather_of_every_served_dtype() -> None:
-    from scatterx._validate_gather import normalise_gather
+    from scatterx._validate import normalise_gather
 
     backend = CupyBackend()
     for key in backend.capabilities:

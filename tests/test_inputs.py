@@ -10,7 +10,7 @@ import pytest
 
 import scatterx
 from _subprocess import run_python
-from scatterx import _validate
+from scatterx import _rules
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
 
 BACKENDS = [r.name for r in scatterx.backends() if r.available and r.name in ("numpy", "numba")]
@@ -84,7 +84,7 @@ def test_the_dtype_checks_remember_a_bounded_number_of_combinations() -> None:
     for width in range(1, 2000):
         text = np.array(["a"], dtype=f"U{width}")
         scatterx.scatter_elements(text, indices, text)
-    info = _validate._dtype_key_of_call.cache_info()
+    info = _rules.dtype_key_of_call.cache_info()
     assert info.maxsize is not None
     assert info.currsize <= info.maxsize
 

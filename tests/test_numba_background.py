@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx._validate import normalise
-from scatterx._validate_gather import normalise_gather
+from scatterx._validate import normalise, normalise_gather
 from scatterx.backend import Request, ScatterRequest, TransientReason
 
 pytest.importorskip("numba", reason="numba is not installed (the numba extra)")

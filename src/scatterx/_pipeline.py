@@ -23,8 +23,7 @@ from ._plan import Carried, Decision, decide, decide_for_blocks, explain_plan
 from ._registry import current
 from ._request import GatherRequest, Request, ScatterRequest
 from ._run import execute, execute_into
-from ._validate import normalise
-from ._validate_gather import normalise_gather
+from ._validate import normalise, normalise_gather
 from ._validate_out import settled
 
 

@@ -1,239 +1,186 @@
-"""Every metadata check of contract.md section 4; builds the normalised request."""
+"""The checks of a call (contract.md sections 4, 7 and 10), one table row per operation;
+each builds the normalised request that a backend receives.
+
+The scatter and the gather are checked by the same code: an :class:`Operation` says what
+they differ in (their arrays, whether they reduce, the dtype rule, whose shape the result
+has, which arrays' strings are read). The checks of a call of one library's arrays depend
+on their metadata alone (with the arrays' layout), so they are remembered by it: that
+metadata is the request's ``key``. The rules themselves are :mod:`scatterx._rules`'.
+"""
 
 from __future__ import annotations
 
-import operator
-import sys
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from ._dtypes import (
-    REDUCTIONS,
-    check_index_dtype,
-    data_key,
-    native,
-    numpy_dtype,
-    why_reduction_undefined,
-)
 from ._interop import NUMPY, type_name
-from ._libraries import device_of, library_name, library_of
-from ._request import ScatterRequest
+from ._libraries import library_of
+from ._request import GatherRequest, Request, ScatterRequest
+from ._rules import (
+    STRING_KEYS,
+    Key,
+    Metadata,
+    as_array,
+    check_axis_type,
+    check_reduction,
+    check_same_device,
+    check_same_library,
+    check_shapes,
+    check_string_values,
+    dtype_key_of_call,
+    empty_sequence,
+    gather_dtype_key,
+    hashable_or_none,
+    known_shape,
+    layout,
+)
 from ._validate_out import check_out
 
 
-def _as_array(value: Any, role: str) -> Any:
-    """Arrays pass through; NumPy's own objects and array-likes become plain ndarrays.
+def _scatter_dtype_key(dtypes: tuple[Any, ...], reduction: str) -> str:
+    return dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
 
-    Subclasses of ndarray (``np.memmap``...) and NumPy scalars are NumPy: they become
-    ndarray views and 0-d arrays. Masked arrays are refused: what their mask means under a
-    scatter is not the contract's, and a backend would either honour it or drop it.
+
+def _gather_dtype_key(dtypes: tuple[Any, ...], reduction: None) -> str:
+    return gather_dtype_key(type(dtypes[0]).__module__, *dtypes)
+
+
+class Operation(NamedTuple):
+    """What the checks of one operation differ in: a row of the table.
+
+    Attributes
+    ----------
+    name : str
+        The function's name; it marks the call's key, so no gather's equals a scatter's.
+    roles : tuple of str
+        Its arrays, in order.
+    reduces : bool
+        Whether it takes a reduction.
+    dtype_key : callable
+        The dtype key of its arrays' dtypes and reduction, checked.
+    result : str
+        The role whose shape the result (and so ``out``) has.
+    strings : tuple of str
+        The roles whose string values are read (object and StringDType arrays).
+    make : callable
+        The request of (arrays, axis, reduction, array type, dtype key, device, key).
     """
-    if type(value) is np.ndarray:
-        return value
-    if isinstance(value, (np.ndarray, np.generic)):
-        _refuse_masked(value, role)
-        return np.asarray(value)
-    import array_api_compat
 
-    if array_api_compat.is_array_api_obj(value):
-        return value
-    return np.asarray(value)
+    name: str
+    roles: tuple[str, ...]
+    reduces: bool
+    dtype_key: Callable[[tuple[Any, ...], Any], str]
+    result: str
+    strings: tuple[str, ...]
+    make: Callable[..., Request]
 
 
-def _empty_sequence(value: Any) -> bool:
-    """Whether ``value`` is an empty list or tuple (nested or not): it has no dtype of its own."""
-    return isinstance(value, (list, tuple)) and np.size(value) == 0
+def _scatter_request(arrays: tuple[Any, ...], axis: int, reduction: str, *rest: Any) -> Request:
+    # tuple.__new__: the request made at C speed, every field given (the small call's way).
+    return tuple.__new__(ScatterRequest, (*arrays, axis, reduction, *rest, None))
 
 
-def _refuse_masked(value: Any, role: str) -> None:
-    masked = sys.modules.get("numpy.ma")
-    if masked is not None and isinstance(value, masked.MaskedArray):
-        msg = (
-            f"{role} is a numpy.ma.MaskedArray: scatterx does not apply masks; pass "
-            f"{role}.filled(value) to scatter the filled values, or {role}.data to ignore the mask"
-        )
-        raise TypeError(msg)
+def _gather_request(arrays: tuple[Any, ...], axis: int, reduction: None, *rest: Any) -> Request:
+    return tuple.__new__(GatherRequest, (*arrays, axis, *rest, None))
 
 
-def _check_reduction(reduction: Any) -> str:
-    if not isinstance(reduction, str) or reduction not in REDUCTIONS:
-        msg = f"reduction must be one of {', '.join(map(repr, REDUCTIONS))}; got {reduction!r}"
-        raise ValueError(msg)
-    return reduction
-
-
-def _check_axis_type(axis: Any) -> int:
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        msg = f"axis must be an int, got {type(axis).__name__} ({axis!r})"
-        raise TypeError(msg)
-    return operator.index(axis)
-
-
-def _check_same_library(roles: dict[str, Any]) -> tuple[Any, ...]:
-    """Check that the arrays (by role) share one library and device; return the devices."""
-    if len({library_name(a) for a in roles.values()}) > 1:
-        names = ", ".join(f"{role}: {type_name(type(a))}" for role, a in roles.items())
-        msg = (
-            f"{_listed(roles)} must come from one array library; "
-            f"got {names}. scatterx never moves arrays between libraries or devices"
-        )
-        raise TypeError(msg)
-    devices = tuple(device_of(a) for a in roles.values())
-    _check_same_device(*devices)
-    return devices
-
-
-def _listed(roles: dict[str, Any]) -> str:
-    *first, last = roles
-    return f"{', '.join(first)} and {last}" if len(first) > 1 else f"{first[0]} and {last}"
-
-
-def _check_same_device(*devices: Any) -> None:
-    if any(device != devices[0] for device in devices[1:]):
-        roles = dict(zip(("data", "indices", "updates"), devices, strict=False))
-        got = ", ".join(f"{role}: {device}" for role, device in roles.items())
-        msg = f"{_listed(roles)} must be on one device; got {got}"
-        raise TypeError(msg)
-
-
-Shape = tuple[int, ...]
-
-
-def _check_shapes(data: Shape, indices: Shape, updates: Shape, axis: int) -> int:
-    """Check the shapes of data, indices and updates; return the axis, non-negative."""
-    rank = len(data)
-    if rank < 1:
-        msg = f"data must have at least one dimension: scalars have no axis (shape {data})"
-        raise ValueError(msg)
-    if not -rank <= axis < rank:
-        msg = f"axis must be in [{-rank}, {rank - 1}] for data of rank {rank}; got axis={axis}"
-        raise ValueError(msg)
-    axis %= rank
-    if len(indices) != rank:
-        msg = (
-            f"indices must have the rank of data; got indices shape {indices} and data shape {data}"
-        )
-        raise ValueError(msg)
-    if updates != indices:
-        msg = (
-            "updates must have the shape of indices (no broadcasting); got updates shape "
-            f"{updates} and indices shape {indices}"
-        )
-        raise ValueError(msg)
-    for dim, (n_index, n_data) in enumerate(zip(indices, data, strict=True)):
-        if dim != axis and n_index > n_data:
-            msg = (
-                f"indices may not be longer than data on dimension {dim} (not the axis): "
-                f"indices has {n_index}, data has {n_data}"
-            )
-            raise ValueError(msg)
-    return axis
-
-
-# Few combinations recur, but every width of a ``U`` or ``S`` dtype is a dtype of its own:
-# the memory is bounded.
-@lru_cache(maxsize=256)
-def _dtype_key_of_call(
-    kind: str, data_dtype: Any, index_dtype: Any, updates_dtype: Any, reduction: str
-) -> str:
-    """The dtype key of a call, checked; ``kind`` is the module of ``data_dtype``'s type.
-
-    ``kind`` keeps the dtypes of different libraries apart in the cache: some (those of
-    array-api-strict) warn when compared with NumPy's.
-    """
-    check_index_dtype(index_dtype)
-    data_dtype = numpy_dtype(data_dtype, "data")
-    updates_dtype = numpy_dtype(updates_dtype, "updates")
-    if native(data_dtype) != native(updates_dtype):
-        msg = (
-            f"updates must have the dtype of data (no silent casting); got updates "
-            f"{updates_dtype} and data {data_dtype}"
-        )
-        raise TypeError(msg)
-    key = data_key(data_dtype)
-    why = why_reduction_undefined(key, reduction)
-    if why is not None:
-        msg = f"reduction {reduction!r} is not defined for dtype {data_dtype}: {why}"
-        raise TypeError(msg)
-    return key
-
-
-@lru_cache(maxsize=256)
-def gather_dtype_key(kind: str, data_dtype: Any, index_dtype: Any) -> str:
-    """The dtype key of a gather, checked (as :func:`_dtype_key_of_call`)."""
-    check_index_dtype(index_dtype)
-    return data_key(data_dtype)
+SCATTER = Operation(
+    "scatter_elements",
+    ("data", "indices", "updates"),
+    True,
+    _scatter_dtype_key,
+    "data",
+    ("data", "updates"),
+    _scatter_request,
+)
+GATHER = Operation(
+    "gather_elements",
+    ("data", "indices"),
+    False,
+    _gather_dtype_key,
+    "indices",
+    ("data",),
+    _gather_request,
+)
+OPERATIONS = {operation.name: operation for operation in (SCATTER, GATHER)}
 
 
 def normalise(
     data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any = None
 ) -> ScatterRequest:
-    """Check a call against contract.md section 4 (and ``out`` against section 7) and build
-    its request.
+    """Check a scatter against contract.md section 4 (and ``out`` against section 7) and
+    build its request.
 
     Raises the contract's ValueError or TypeError; never reads index values (but for the
-    strings of object and StringDType arrays). The checks of a call of three arrays of one
-    library depend on their metadata alone (with the arrays' layout), so they are remembered
-    by it: that metadata is the request's ``key``. ``out``'s mode and layout join it where a
-    decision is remembered (:func:`scatterx._plan.decision_key`).
+    strings of object and StringDType arrays).
     """
-    if type(data) is type(indices) is type(updates) is np.ndarray:
-        strides: Any = data.strides, indices.strides, updates.strides
-        request = _request(data, indices, updates, axis, reduction, _ON_CPU, NUMPY, strides)
+    return cast(ScatterRequest, check(SCATTER, (data, indices, updates), axis, reduction, out))
+
+
+def normalise_gather(data: Any, indices: Any, axis: Any, out: Any = None) -> GatherRequest:
+    """Check a gather against contract.md section 10 (and ``out`` against section 7) and
+    build its request.
+
+    Raises the contract's ValueError or TypeError; never reads index values.
+    """
+    return cast(GatherRequest, check(GATHER, (data, indices), axis, None, out))
+
+
+def check(
+    operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction: Any, out: Any
+) -> Request:
+    """The checked request of a call of ``operation`` on ``arrays``."""
+    kind = type(arrays[0])
+    if kind is np.ndarray and _alike(kind, arrays):
+        request = _request(operation, arrays, axis, reduction, _ON_CPU, NUMPY)
     else:
-        kind = type(data)
         library = library_of(kind)
         if library is not None and (
-            type(indices) is kind is type(updates)
-            or library_of(type(indices)) is library is library_of(type(updates))
+            _alike(kind, arrays) or all(library_of(type(a)) is library for a in arrays)
         ):
-            devices = library.devices(data, indices, updates)
-            strides = layout(data, indices, updates)
-            args = data, indices, updates, axis, reduction, devices, type_name(kind), strides
-            request = _request(*args)
+            devices = library.devices(*arrays)
+            request = _request(operation, arrays, axis, reduction, devices, type_name(kind))
         else:
-            request = _validate(data, indices, updates, axis, reduction)
+            request = _general(operation, arrays, axis, reduction)
     if request.dtype_key in STRING_KEYS:
-        check_string_values(request.data, "data")
-        check_string_values(request.updates, "updates")
+        for role in operation.strings:
+            check_string_values(getattr(request, role), role)
     if out is not None:
-        request = request._replace(out=check_out(out, request.data, request.shape, "data"))
+        shape = tuple(getattr(request, operation.result).shape)
+        request = request._replace(out=check_out(out, request.data, shape, operation.result))
     return request
+
+
+def _alike(kind: type, arrays: tuple[Any, ...]) -> bool:
+    """Whether all of a call's arrays (data and indices, and any updates) are of ``kind``."""
+    return type(arrays[1]) is kind and (len(arrays) == 2 or type(arrays[2]) is kind)
 
 
 _ON_CPU = ("cpu", "cpu", "cpu")
 
 
 def _request(
-    data: Any,
-    indices: Any,
-    updates: Any,
+    operation: Operation,
+    arrays: tuple[Any, ...],
     axis: Any,
     reduction: Any,
-    devices: tuple[Any, Any, Any],
+    devices: tuple[Any, ...],
     array_type: str,
-    strides: Any,
-) -> ScatterRequest:
-    """The request of three arrays of one library, checked by their metadata (remembered)."""
+) -> Request:
+    """The request of arrays of one library, checked by their metadata (remembered)."""
+    if len(arrays) == 3:  # spelled out: the small call's way
+        data, indices, updates = arrays
+        shapes: Any = data.shape, indices.shape, updates.shape
+        dtypes: Any = data.dtype, indices.dtype, updates.dtype
+    else:
+        data, indices = arrays
+        shapes, dtypes = (data.shape, indices.shape), (data.dtype, indices.dtype)
     # The types too: axis=True must not pass as axis=1 remembered.
-    key = (
-        type(data),
-        type(axis),
-        axis,
-        type(reduction),
-        reduction,
-        data.shape,
-        indices.shape,
-        updates.shape,
-        data.dtype,
-        indices.dtype,
-        updates.dtype,
-        devices,
-        strides,
-    )
+    call = (operation.name, type(data), type(axis), axis, type(reduction), reduction, shapes)
+    key: Key = (*call, dtypes, devices[: len(arrays)], layout(*arrays))
     try:
         checked: Metadata | None = _checked(key)
     except TypeError:  # unhashable, or the check's own: raised below, with no context
@@ -241,42 +188,18 @@ def _request(
     request_key: Hashable | None = checked
     if checked is None:
         checked, request_key = checked_key(key)
-    # tuple.__new__: the request made at C speed, every field given (the small call's way).
-    fields = (data, indices, updates, checked.axis, reduction, array_type, checked.dtype_key)
-    return tuple.__new__(ScatterRequest, (*fields, devices[0], request_key, None))
+    dtype_key = checked.dtype_key
+    return operation.make(
+        arrays, checked.axis, reduction, array_type, dtype_key, devices[0], request_key
+    )
 
 
-class Metadata:
-    """A call's checked metadata, one object for equal metadata while it is remembered:
-    the request's ``key``, which a decision is remembered by, hashed by identity.
-
-    Attributes
-    ----------
-    axis : int
-        The axis, non-negative.
-    dtype_key : str
-        The contract's dtype key.
-    """
-
-    __slots__ = ("axis", "dtype_key")
-
-    def __init__(self, axis: int, dtype_key: str) -> None:
-        self.axis, self.dtype_key = axis, dtype_key
-
-    def __repr__(self) -> str:
-        return f"Metadata(axis={self.axis}, dtype_key={self.dtype_key!r})"
-
-
-def checked_key(key: Key, checked: Checked | None = None) -> tuple[Metadata, Hashable | None]:
+def checked_key(key: Key) -> tuple[Metadata, Hashable | None]:
     """The checked metadata of a call's metadata ``key``, remembered where it hashes, and
     the request's key: that metadata, or None where ``key`` does not hash (an unhashable
-    device: such calls are decided afresh each time).
-
-    ``checked`` is the remembering check (an ``lru_cache``): the scatter's by default.
-    """
-    checked = checked or _checked
+    device: such calls are decided afresh each time)."""
     try:
-        found: Metadata = checked(key)
+        found: Metadata = _checked(key)
         return found, found
     except TypeError:  # unhashable (axis, reduction or device), or a check's own TypeError
         try:
@@ -285,135 +208,56 @@ def checked_key(key: Key, checked: Checked | None = None) -> tuple[Metadata, Has
             pass
         else:
             raise  # the check's: raised once, with one traceback
-    found = checked.__wrapped__(key)
-    return found, None
-
-
-Key = tuple[Any, ...]
-#: A remembering check of a call's metadata: its Metadata, or the error.
-Checked = Any  # functools' _lru_cache_wrapper[Metadata]: private to typeshed
+    return _checked.__wrapped__(key), None
 
 
 @lru_cache(maxsize=1024)
 def _checked(key: Key) -> Metadata:
-    """The axis and dtype key of a call's metadata ``key`` (see :func:`normalise`)."""
-    _, _, axis, _, reduction, data, indices, updates, *dtypes, devices, _ = key
-    reduction = _check_reduction(reduction)
-    _check_same_device(*devices)
-    shapes = tuple(data), tuple(indices), tuple(updates)
-    checked_axis = _check_shapes(*shapes, _check_axis_type(axis))
-    return Metadata(
-        checked_axis, _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
-    )
+    """The checked metadata of a call's metadata ``key`` (see :func:`_request`)."""
+    name, _, _, axis, _, reduction, shapes, dtypes, devices, _ = key
+    operation = OPERATIONS[name]
+    if operation.reduces:
+        reduction = check_reduction(reduction)
+    check_same_device(*devices)
+    checked_axis = _checked_shapes(shapes, axis)
+    return Metadata(checked_axis, operation.dtype_key(dtypes, reduction))
 
 
-STRING_KEYS = frozenset({"object", "StringDType"})
-_is_str = np.frompyfunc(lambda value: isinstance(value, str), 1, 1)
+def _checked_shapes(shapes: tuple[Any, ...], axis: Any) -> int:
+    """The axis, checked with the shapes (a gather's result has the shape of indices)."""
+    data, indices, *updates = (tuple(shape) for shape in shapes)
+    return check_shapes(data, indices, updates[0] if updates else indices, check_axis_type(axis))
 
 
-def check_string_values(array: Any, role: str) -> None:
-    """Strings hold ``str`` only: object arrays nothing else, StringDType no missing value.
-
-    The one check that reads values: the dtype cannot say what an object array holds, nor
-    whether a StringDType with an ``na_object`` holds that missing value.
-    """
-    if not isinstance(array, np.ndarray) or array.size == 0:
-        return
-    na_object = getattr(array.dtype, "na_object", _NO_NA)
-    if array.dtype.kind == "T" and na_object is _NO_NA:
-        return  # a StringDType without na_object holds str only
-    values = array if array.dtype.kind == "O" else array.astype(object)
-    is_str = np.asarray(_is_str(values), dtype=bool)
-    if bool(is_str.all()):
-        return
-    position = tuple(int(p) for p in np.unravel_index(int(np.argmin(is_str)), array.shape))
-    value = values[position]
-    if array.dtype.kind == "T":
-        msg = (
-            f"{role} holds the missing value {value!r} of {array.dtype} at position "
-            f"{position}: the contract defines no scatter or gather of missing strings; "
-            "replace them with strings first"
-        )
-    else:
-        msg = (
-            f"{role} is an object array and must hold str only; got {value!r} "
-            f"({type(value).__name__}) at position {position}"
-        )
-    raise TypeError(msg)
-
-
-_NO_NA = object()
-
-
-def _known_shape(array: Any, role: str) -> Shape:
-    """The shape of ``array``, every size known: a lazy array may not know some yet."""
-    shape = tuple(array.shape)
-    if all(isinstance(size, (int, np.integer)) for size in shape):
-        return shape
-    msg = (
-        f"{role} has shape {shape}, with sizes not known yet (a Dask array after boolean "
-        f"indexing, say): compute them first, with {role}.compute_chunk_sizes() for Dask"
-    )
-    raise ValueError(msg)
-
-
-def layout(*arrays: Any) -> tuple[Any, ...] | None:
-    """The arrays' strides: what tells their layouts apart, where they have them (NumPy's
-    and CuPy's arrays, and so the arrays a route carries to a backend); else None.
-
-    Part of a request's key: a backend's choice of kernels may depend on the layout.
-    """
-    try:
-        return tuple([a.strides for a in arrays])
-    except AttributeError:
-        return None
-
-
-def hashable_or_none(key: Key) -> Hashable | None:
-    """``key``, or None where it cannot be hashed (an unhashable device): such calls are
-    decided afresh each time."""
-    try:
-        hash(key)
-    except TypeError:
-        return None
-    return key
-
-
-def prepared(
-    data: Any, indices: Any, updates: Any = None
-) -> tuple[tuple[Any, ...], Any, tuple[Shape, ...]]:
-    """Arrays of a call that is not all plain NumPy arrays, made arrays and checked to
-    share one library and device: the arrays, their device and their shapes.
-
-    ``updates`` is None for a gather, which has none.
-    """
-    data = _as_array(data, "data")
+def prepared(arrays: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any, tuple[Any, ...]]:
+    """Arrays of a call that are not all of one library's type, made arrays and checked to
+    share one library and device: the arrays, their device and their shapes."""
+    data, indices, *rest = arrays
+    data = as_array(data, "data")
     # NumPy takes an empty list as float64; as NumPy's own indexing does, scatterx takes
     # empty index lists as integers, and empty update lists as data's dtype.
-    empty_indices, empty_updates = _empty_sequence(indices), _empty_sequence(updates)
-    roles = {"data": data, "indices": _as_array(indices, "indices")}
-    if empty_indices:
+    roles = {"data": data, "indices": as_array(indices, "indices")}
+    if empty_sequence(indices):
         roles["indices"] = roles["indices"].astype(np.int64)
-    if updates is not None:
-        roles["updates"] = _as_array(updates, "updates")
-        if empty_updates and hasattr(data, "dtype"):
-            roles["updates"] = np.asarray(updates, dtype=data.dtype)
-    device = _check_same_library(roles)[0]
-    shapes = tuple(_known_shape(array, role) for role, array in roles.items())
+    if rest:
+        roles["updates"] = as_array(rest[0], "updates")
+        if empty_sequence(rest[0]) and hasattr(data, "dtype"):
+            roles["updates"] = np.asarray(rest[0], dtype=data.dtype)
+    device = check_same_library(roles)[0]
+    shapes = tuple(known_shape(array, role) for role, array in roles.items())
     return tuple(roles.values()), device, shapes
 
 
-def _validate(data: Any, indices: Any, updates: Any, axis: Any, reduction: Any) -> ScatterRequest:
-    """The checks of a call that is not three plain NumPy arrays."""
-    reduction = _check_reduction(reduction)
-    checked_axis = _check_axis_type(axis)
-    (data, indices, updates), device, shapes = prepared(data, indices, updates)
-    checked_axis = _check_shapes(shapes[0], shapes[1], shapes[2], checked_axis)
-    dtypes = (data.dtype, indices.dtype, updates.dtype)
-    dtype_key = _dtype_key_of_call(type(dtypes[0]).__module__, *dtypes, reduction)
-    metadata = (*shapes, *dtypes, device, layout(data, indices, updates))
-    key = hashable_or_none((type(data), checked_axis, reduction, *metadata))
-    array_type = type_name(type(data))
-    return ScatterRequest(
-        data, indices, updates, checked_axis, reduction, array_type, dtype_key, device, key
-    )
+def _general(operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction: Any) -> Request:
+    """The checks of a call whose arrays are not all of one library's type."""
+    if operation.reduces:
+        reduction = check_reduction(reduction)
+    checked_axis = check_axis_type(axis)
+    arrays, device, shapes = prepared(arrays)
+    checked_axis = _checked_shapes(shapes, checked_axis)
+    dtypes = tuple(array.dtype for array in arrays)
+    dtype_key = operation.dtype_key(dtypes, reduction)
+    metadata = (shapes, dtypes, device, layout(*arrays))
+    key = hashable_or_none((operation.name, type(arrays[0]), checked_axis, reduction, *metadata))
+    array_type = type_name(type(arrays[0]))
+    return operation.make(arrays, checked_axis, reduction, array_type, dtype_key, device, key)
