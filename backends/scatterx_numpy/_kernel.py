@@ -92,8 +92,6 @@ def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int, count
     Raises the contract's IndexError for the first out-of-bounds index in C order.
     """
     size = data_shape[axis]
-    if count <= _LIST_BOUNDS_LIMIT:
-        return _few_positions(indices, data_shape, axis, size)
     has_negative = check_bounds(indices, axis, size)
     stride, grid = _layout(indices.shape, data_shape, axis, count)
     # int64 arithmetic even for int32 indices: flat positions of big data pass 2**31.
@@ -109,25 +107,6 @@ def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int, count
         along = np.multiply(indices, stride, dtype=np.int64)
         along += grid
     return along.reshape(-1)
-
-
-def _few_positions(indices: Array, data_shape: tuple[int, ...], axis: int, size: int) -> Array:
-    """:func:`flat_positions` of a few indices, in Python's integers: a small call's
-    array operations cost more than the loop."""
-    values = indices.ravel().tolist()
-    if min(values) < -size or max(values) >= size:
-        check_bounds(indices, axis, size)  # the contract's IndexError, for the first one
-    stride, grid = _few_layout(indices.shape, data_shape, axis)
-    pairs = zip(grid, values, strict=True)
-    return np.array([offset + (v + size if v < 0 else v) * stride for offset, v in pairs], np.int64)
-
-
-@lru_cache(maxsize=256)
-def _few_layout(
-    index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int
-) -> tuple[int, tuple[int, ...]]:
-    stride, grid = _small_layout(index_shape, data_shape, axis)
-    return stride, tuple(grid.ravel().tolist())
 
 
 def _extreme_by_sorting(out: Array, flat: Array, values: Array, reduction: str) -> None:
