@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx import _interop, _libraries, _pipeline, _plan, _torch_library
+from scatterx import _interop, _jax, _libraries, _pipeline, _plan, _torch_library
 from scatterx._registry import current
 
 Counts = Counter[str]
@@ -33,7 +33,7 @@ def counts(monkeypatch: pytest.MonkeyPatch, clean_selection: None) -> Counts:
     hooks = {
         "entries": [(_pipeline, "scatter"), (_pipeline, "gather")],
         "checks": [(_pipeline, "normalise"), (_pipeline, "normalise_gather")],
-        "decisions": [(_plan, "_remembered"), (_plan, "_named")],
+        "decisions": [(_pipeline, "decide"), (_jax, "decide"), (_plan, "explain_plan")],
         "detections": [(_libraries, "_find_library")],
         "carries": [(_interop.Route, "carry")],
     }

@@ -19,7 +19,7 @@ from . import _jax, _torch_grad
 from ._config import Configured, configured
 from ._interop import NUMPY, TRACED, Library
 from ._libraries import library_of
-from ._plan import Carried, Decision, decide, decide_for_blocks, explain_plan
+from ._plan import Carried, Decision, Plan, decide, decide_for_blocks, explain_plan
 from ._registry import current
 from ._request import GatherRequest, Request, ScatterRequest
 from ._run import execute, execute_into
@@ -95,8 +95,11 @@ def scatter(
 ) -> Any:
     """The pipeline of :func:`scatterx.scatter_elements`."""
     if out is None and type(data) is np.ndarray:  # indices and updates join it, or are refused
-        request: Request = normalise(data, indices, updates, axis, reduction)
-        return execute(decide(request, configured(backend)), data)
+        request = normalise(data, indices, updates, axis, reduction)
+        chosen, route, _ = decide(request, configured(backend))
+        if route is None:
+            return chosen.scatter_elements(request)
+        return execute(Plan((chosen, route, request)), data)
     if _torch_grad.compiling():
         return _torch_grad.eager(scatter)(data, indices, updates, axis, reduction, out, backend)
     if out is None:

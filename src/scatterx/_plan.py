@@ -195,16 +195,17 @@ def _automatic(asker: _Asker) -> tuple[Plan | None, bool]:
     return None, lasting
 
 
-def _remembered(request: Request, carried: Carried | None) -> Plan | None:
-    """The automatic choice of ``request``, remembered by :func:`decision_key` where it
-    can be (a remembered choice holds no arrays: they are carried anew).
+def _remembered(
+    request: Request, carried: Carried | None, key: Hashable | None, found: Any
+) -> Plan | None:
+    """The automatic choice of ``request``, remembered by its :func:`decision_key` (``key``,
+    where it has one: ``found`` is what is remembered there); a remembered choice holds no
+    arrays: they are carried anew.
 
     Arrays carried before the request was made are remembered as what they are: the
     carrier's, whose choice is the one their carried request gets.
     """
     registry = current()
-    key = request.key if request.out is None else decision_key(request)
-    found = None if key is None else registry.choices.get(key)
     if found is not None:
         backend, route = found
         if carried is not None:
@@ -233,7 +234,12 @@ def decide(request: Request, choice: Configured, carried: Carried | None = None)
     request was made (CPU tensors' NumPy views); the decision describes the caller's.
     """
     if choice.names is None:
-        plan = _remembered(request, carried)
+        key = request.key if request.out is None else decision_key(request)
+        found = None if key is None else current().choices.get(key)
+        if found is not None and found[1] is None and carried is None:  # the small call's way
+            plan: Plan | None = Plan((found[0], None, request))
+        else:
+            plan = _remembered(request, carried, key, found)
     else:
         plan = _named(request, choice.names, carried)
     if plan is None or logger.isEnabledFor(logging.DEBUG):
@@ -379,7 +385,9 @@ def explain_plan(request: Request, backend: Any, carried: Carried | None = None)
     """The Decision for a validated request; runs nothing."""
     choice = configured(backend)
     if choice.names is None:
-        plan = _remembered(request, carried)
+        key = request.key if request.out is None else decision_key(request)
+        found = None if key is None else current().choices.get(key)
+        plan = _remembered(request, carried, key, found)
     else:
         plan = _named(request, choice.names, carried)
     return Decision.of(request, plan, choice, carried)
