@@ -119,18 +119,32 @@ def normalise(
     """
     if out is None and type(data) is type(indices) is type(updates) is np.ndarray:
         # The small call's way, spelled out: _request's, for three NumPy arrays.
-        shapes = data.shape, indices.shape, updates.shape
-        dtypes = data.dtype, indices.dtype, updates.dtype
         strides = data.strides, indices.strides, updates.strides
-        call = (SCATTER.name, np.ndarray, type(axis), axis, type(reduction), reduction, shapes)
-        key: Key = (*call, dtypes, _ON_CPU, strides)
+        key: Key = (
+            "scatter_elements",  # SCATTER.name
+            np.ndarray,
+            type(axis),
+            axis,
+            type(reduction),
+            reduction,
+            data.shape,
+            indices.shape,
+            updates.shape,
+            data.dtype,
+            indices.dtype,
+            updates.dtype,
+            _ON_CPU,
+            strides,
+        )
         try:
             checked: Metadata | None = _checked(key)
         except TypeError:  # the check's own: raised below, with no context
             checked = None
         if checked is not None and checked.dtype_key not in STRING_KEYS:
-            fields = (data, indices, updates, checked.axis, reduction, NUMPY, checked.dtype_key)
-            return tuple.__new__(ScatterRequest, (*fields, "cpu", checked, None))
+            checked_axis, dtype_key = checked.axis, checked.dtype_key
+            arrays = (data, indices, updates, checked_axis, reduction, NUMPY, dtype_key)
+            fields = (*arrays, "cpu", checked, None)
+            return tuple.__new__(ScatterRequest, fields)
     return cast(ScatterRequest, check(SCATTER, (data, indices, updates), axis, reduction, out))
 
 
@@ -185,16 +199,11 @@ def _request(
     array_type: str,
 ) -> Request:
     """The request of arrays of one library, checked by their metadata (remembered)."""
-    if len(arrays) == 3:  # spelled out: the small call's way
-        data, indices, updates = arrays
-        shapes: Any = data.shape, indices.shape, updates.shape
-        dtypes: Any = data.dtype, indices.dtype, updates.dtype
-    else:
-        data, indices = arrays
-        shapes, dtypes = (data.shape, indices.shape), (data.dtype, indices.dtype)
+    data = arrays[0]
     # The types too: axis=True must not pass as axis=1 remembered.
-    call = (operation.name, type(data), type(axis), axis, type(reduction), reduction, shapes)
-    key: Key = (*call, dtypes, devices[: len(arrays)], layout(*arrays))
+    call = (operation.name, type(data), type(axis), axis, type(reduction), reduction)
+    metadata = (*(a.shape for a in arrays), *(a.dtype for a in arrays))
+    key: Key = (*call, *metadata, devices[: len(arrays)], layout(*arrays))
     try:
         checked: Metadata | None = _checked(key)
     except TypeError:  # unhashable, or the check's own: raised below, with no context
@@ -227,9 +236,13 @@ def checked_key(key: Key) -> tuple[Metadata, Hashable | None]:
 
 @lru_cache(maxsize=1024)
 def _checked(key: Key) -> Metadata:
-    """The checked metadata of a call's metadata ``key`` (see :func:`_request`)."""
-    name, _, _, axis, _, reduction, shapes, dtypes, devices, _ = key
+    """The checked metadata of a call's metadata ``key`` (see :func:`_request`): its
+    operation, array type, axis, reduction, then each array's shape, each one's dtype,
+    their devices and their layout."""
+    name, _, _, axis, _, reduction, *metadata = key
     operation = OPERATIONS[name]
+    n = len(operation.roles)
+    shapes, dtypes, devices = tuple(metadata[:n]), tuple(metadata[n : 2 * n]), metadata[2 * n]
     if operation.reduces:
         reduction = check_reduction(reduction)
     check_same_device(*devices)
@@ -271,7 +284,7 @@ def _general(operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction
     checked_axis = _checked_shapes(shapes, checked_axis)
     dtypes = tuple(array.dtype for array in arrays)
     dtype_key = operation.dtype_key(dtypes, reduction)
-    metadata = (shapes, dtypes, device, layout(*arrays))
+    metadata = (*shapes, *dtypes, device, layout(*arrays))
     key = hashable_or_none((operation.name, type(arrays[0]), checked_axis, reduction, *metadata))
     array_type = type_name(type(arrays[0]))
     return operation.make(arrays, checked_axis, reduction, array_type, dtype_key, device, key)
