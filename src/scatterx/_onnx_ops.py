@@ -10,7 +10,7 @@ import numpy as np
 from onnx.reference.op_run import OpRun
 
 from ._api import gather_elements, scatter_elements
-from ._dtypes import REDUCTIONS
+from ._dtypes import REDUCTIONS, dtype_key
 from ._errors import BackendError
 
 #: The reductions each opset of ScatterElements allows (none of them before opset 16).
@@ -37,7 +37,7 @@ def _as_bits(dtype: np.dtype[Any]) -> np.dtype[Any] | None:
         if name == "bfloat16":
             return None
         return np.dtype(f"u{dtype.itemsize}")
-    if dtype.kind == "V" and dtype.name != "bfloat16" and dtype.itemsize in (1, 2, 4, 8):
+    if dtype_key(dtype) is None and dtype.type.__module__ == "ml_dtypes":
         return np.dtype(f"u{dtype.itemsize}")
     return None
 
