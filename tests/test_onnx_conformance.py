@@ -75,3 +75,14 @@ def test_the_onnx_column_skips_few_cases() -> None:
     assert outcomes.count("failed") == 0
     assert outcomes.count("skipped") <= 10
     assert outcomes.count("passed") >= len(CASES) - 10
+
+
+def test_the_onnx_column_is_a_cpu_backends_only() -> None:
+    from scatterx._cli import _columns
+
+    records = [r for r in backends() if r.name in ("numpy", "numba", "dask", "cupy")]
+    columns = _columns(records, ["native", "torch", "onnx"])
+    assert {("numpy", "onnx"), ("numba", "onnx")} <= set(columns)
+    assert ("dask", "onnx") not in columns  # Dask arrays: an evaluator hands NumPy arrays
+    assert ("cupy", "onnx") not in columns  # GPU memory
+    assert ("cupy", "torch") in columns  # the other libraries' columns as before
