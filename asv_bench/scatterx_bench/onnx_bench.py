@@ -45,6 +45,12 @@ def _under(backend: str, call: Call) -> Call:
     return run
 
 
+def _output(session: Any, feeds: dict[str, Any]) -> Any:
+    """The model's one output (``run`` returns the list of the outputs asked for)."""
+    (output,) = session.run(None, feeds)
+    return output
+
+
 def onnx_calls(case: BenchCase, reduction: str, backend: str) -> dict[str, Call]:
     """The calls of each column on ``case`` (NumPy arrays), none of them run yet; the
     direct call and the evaluator's operators on scatterx's ``backend``.
@@ -64,8 +70,8 @@ def onnx_calls(case: BenchCase, reduction: str, backend: str) -> dict[str, Call]
     arrays, axis = case.arrays, case.axis
     calls: dict[str, Call] = {
         DIRECT: _under(backend, lambda: scatter_elements(*arrays, axis=axis, reduction=reduction)),
-        WITH_SCATTERX: _under(backend, lambda: with_ops.run(None, feeds)[0]),
-        REFERENCE: lambda: plain.run(None, feeds)[0],
+        WITH_SCATTERX: _under(backend, lambda: _output(with_ops, feeds)),
+        REFERENCE: lambda: _output(plain, feeds),
     }
     try:
         calls[ONNXRUNTIME] = PEERS[ONNXRUNTIME](case, reduction, "new")
