@@ -22,6 +22,7 @@ from _subprocess import run_python
 from scatterx._cli import run_check
 from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
 from scatterx.testing._libraries import library
+from scatterx.testing._onnx_cases import onnx_unavailable
 from scatterx_bench import cli as bench_cli
 from scatterx_bench.base import MODES, NUMBA_COMPILE, BenchCase, Unavailable, numba_compile
 from scatterx_bench.cases import (
@@ -74,8 +75,12 @@ def test_check_passes_on_numpy_and_prints_the_family_table() -> None:
     assert rows["onnx-node"][0] == "7/0/0"
     assert rows["gather-onnx-node"][0] == "3/0/0"  # the gather cases, in families of their own
     assert result.stdout.rstrip().endswith("OK: 0 failure(s)")
-    # A column for the backend's own arrays and one through each installed array library.
+    # A column for the backend's own arrays, one through each installed array library, and
+    # one of one-node models in onnx's ReferenceEvaluator where onnx is installed.
     columns = ["numpy", *(f"numpy+{name}" for name in _installed_libraries())]
+    if onnx_unavailable() is None:
+        columns.append("numpy+onnx")
+        assert rows["onnx-node"][-1] == "7/0/0"
     assert _header(result.stdout) == ["case", "family", *columns]
 
 
@@ -92,6 +97,7 @@ def test_check_refuses_an_unknown_library() -> None:
     result = _run("check", "--backend", "numpy", "--library", "numpyy")
     assert result.returncode == 2
     assert "unknown array library 'numpyy'; choose from native, torch, jax" in result.stdout
+    assert result.stdout.rstrip().endswith("array_api_strict, onnx")
 
 
 def test_check_fails_a_named_library_that_is_not_installed(
@@ -127,6 +133,8 @@ def test_check_fails_a_wrong_backend(clean_selection: None) -> None:
     assert "FAILED off-by-one spec-example-1" in text
     for name in _installed_libraries():  # through each array library too
         assert f"FAILED off-by-one+{name} spec-example-1" in text
+    if onnx_unavailable() is None:  # and through an ONNX model
+        assert "FAILED off-by-one+onnx spec-example-1" in text
     assert "FAILED: " in text.splitlines()[-1]
 
 

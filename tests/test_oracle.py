@@ -4,6 +4,7 @@ scatter's complex product, and the gather against NumPy's take_along_axis."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from scatterx.testing import (
     reference_scatter_elements,
     spec_cases,
 )
+from scatterx.testing._onnx_cases import onnx_node_tests
 
 PRINTED = [c for c in [*spec_cases(), *onnx_node_cases()] if c.expected is not None]
 GATHERS = [c for c in gather_cases() if c.error is None]
@@ -51,13 +53,11 @@ def test_complex_product_is_the_textbook_formula_without_fma(dtype: type) -> Non
 
 @functools.cache
 def _all_onnx_node_tests() -> tuple[Any, ...]:
-    """Every node test of ONNX, collected once: ``collect_testcases`` filters by operator
-    on its first call in a process only, and costs as much filtered as not."""
-    try:
-        from onnx.backend.test.case.node import collect_testcases
-    except ImportError:
+    """ONNX's node tests of the operators scatterx serves, collected once per process
+    (shared with tests/test_onnx_conformance.py: collecting costs seconds)."""
+    if importlib.util.find_spec("onnx") is None:
         return ()
-    return tuple(collect_testcases())
+    return onnx_node_tests()
 
 
 def _onnx_node_tests(op_type: str) -> list[Any]:

@@ -9,6 +9,8 @@ call on NumPy arrays and against the library's own scatter (:mod:`.library_table
 scaling case on a ``distributed.LocalCluster`` (:mod:`.dask_bench`).
 ``--grad``: forward + backward on torch CPU tensors against torch's autograd
 (:mod:`.grad_bench`).
+``--onnx``: a one-node model through onnx's ReferenceEvaluator with and without
+scatterx.onnx.ops, and onnxruntime, against the direct call (:mod:`.onnx_bench`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from .base import (
 )
 from .cases import (
     ALL_CASE_NAMES,
+    CASE_NAMES,
     CPU_PEERS,
     IN_PLACE_NOTES,
     REDUCTIONS,
@@ -50,6 +53,7 @@ from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .grad_bench import grad_cases, print_grad, time_case
 from .libraries import LIBRARIES, arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
+from .onnx_bench import print_onnx, time_onnx_row
 from .report import StandardRow, record, write_json
 
 #: The command that runs :func:`main` from a checkout (``python -m scatterx bench`` too).
@@ -142,6 +146,21 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
         action="store_true",
         help="only the training table: forward + backward of scatter add on torch CPU tensors "
         "(embedding-grad, message-passing) against torch.scatter_reduce and its autograd",
+    )
+    parser.add_argument(
+        "--onnx",
+        action="store_true",
+        help="only the ONNX table: a one-node model of each case through onnx's "
+        "ReferenceEvaluator with scatterx.onnx.ops and without, and onnxruntime, against "
+        "the direct scatterx.scatter_elements call",
+    )
+    parser.add_argument(
+        "--onnx-reference-repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="timed calls of the plain ReferenceEvaluator, a Python loop over every update "
+        "(seconds per call at full size; default: %(default)s)",
     )
     parser.add_argument(
         "--json", metavar="FILE", help="also write the run (times, command, machine)"
@@ -349,9 +368,14 @@ def main(argv: list[str], prog: str = PROG) -> int:
         parser.error("--small-calls must be 0 or more")
     if args.dask_scaling_gib < 0 or any(n < 1 for n in args.dask_workers or ()):
         parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
-    if args.grad and (args.json or args.plot or args.library):
-        parser.error("--grad prints its own table: it takes no --json, --plot or --library")
+    for table in ("grad", "onnx"):
+        if getattr(args, table) and (args.json or args.plot or args.library):
+            parser.error(f"--{table} prints its own table: it takes no --json, --plot or --library")
+    if args.onnx_reference_repeat < 1:
+        parser.error("--onnx-reference-repeat must be 1 or more")
     with numba_compile(args.numba_compile):
+        if args.onnx:
+            return _onnx(args)
         return _grad(args) if args.grad else _run(args, argv, prog)
 
 
@@ -411,4 +435,29 @@ def _grad(args: argparse.Namespace) -> int:
     end = _load()
     if load is not None and end is not None:
         print(f"load average (1 min) at the start {load:.2f}, at the end {end:.2f}")
+    return 0
+
+
+def _onnx(args: argparse.Namespace) -> int:
+    """The ONNX table of ``--onnx``, of the standard cases in C order."""
+    rows = []
+    available = _backend_names(args.backend)
+    backend = "numba" if "numba" in available else "numpy"
+    if args.backend:
+        backend = next(name for name in args.backend if name in available)
+    cases = args.case or CASE_NAMES
+    reductions = args.reduction or ("none", "add", "max")
+    progress = _Progress(len(cases) * len(reductions))
+    try:
+        for name in cases:
+            case = make_case(name, args.size)
+            for reduction in reductions:
+                progress(f"{name} {reduction} through onnx")
+                rows.append(
+                    time_onnx_row(case, reduction, backend, args.repeat, args.onnx_reference_repeat)
+                )
+    except Unavailable as why:
+        print(f"bench: --onnx needs onnx: {why}", file=sys.stderr)
+        return 1
+    print_onnx(rows, backend)
     return 0

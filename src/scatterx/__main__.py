@@ -42,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         metavar="NAME",
         help="run the cases through this array library (repeatable): native (each backend's "
-        "own arrays), torch, jax or array_api_strict; default: native and every installed "
+        "own arrays), torch, jax, array_api_strict, or onnx (one-node models in onnx's "
+        "ReferenceEvaluator with scatterx.onnx.ops); default: native and every installed "
         "library; a named library that is not installed fails",
     )
     check.add_argument("-v", "--verbose", action="store_true", help="list skipped cases too")

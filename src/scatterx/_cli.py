@@ -64,15 +64,21 @@ def _columns(
 ) -> list[tuple[str, str | None]]:
     """(backend, library) for each column of the table; None: the backend's own arrays.
 
-    A backend whose arrays no library's are carried to (Dask's) has its own column only.
+    A backend whose arrays no library's are carried to (Dask's) has its own column only;
+    the onnx column (the evaluator's tensors are NumPy arrays) is a CPU backend's only.
     """
     from .testing._libraries import NATIVE, device_for
+    from .testing._onnx_cases import ONNX
+
+    def served(record: BackendRecord, name: str) -> bool:
+        device = device_for(record.array_types)
+        return name == NATIVE or device == "cpu" or (device is not None and name != ONNX)
 
     return [
         (record.name, None if name == NATIVE else name)
         for record in records
         for name in libraries
-        if name == NATIVE or device_for(record.array_types) is not None
+        if served(record, name)
     ]
 
 
@@ -81,10 +87,12 @@ def _label(backend: str, library: str | None) -> str:
 
 
 def _default_libraries() -> list[str]:
-    """Native arrays and every array library installed here."""
+    """Native arrays, every array library installed here, and onnx's evaluator if installed."""
     from .testing._libraries import LIBRARIES, NATIVE, library
+    from .testing._onnx_cases import ONNX, onnx_unavailable
 
-    return [NATIVE, *(name for name in LIBRARIES if library(name).available() is None)]
+    installed = [name for name in LIBRARIES if library(name).available() is None]
+    return [NATIVE, *installed, *([ONNX] if onnx_unavailable() is None else [])]
 
 
 def run_check(
@@ -103,8 +111,9 @@ def run_check(
     """
     from .testing import matrix_cases, run_case
     from .testing._libraries import LIBRARIES, NATIVE, enable_jax_x64
+    from .testing._onnx_cases import ONNX, run_onnx_case
 
-    known = (NATIVE, *LIBRARIES)
+    known = (NATIVE, *LIBRARIES, ONNX)
     unknown = [name for name in libraries if name not in known]
     if unknown:
         print(f"unknown array library {unknown[0]!r}; choose from {', '.join(known)}", file=out)
@@ -127,7 +136,10 @@ def run_check(
         label = _label(backend, library)
         print(f"checking {label} on {len(cases)} cases ...", file=sys.stderr, flush=True)
         for case in cases:
-            outcome = run_case(backend, case, library=library)
+            if library == ONNX:
+                outcome = run_onnx_case(backend, case)
+            else:
+                outcome = run_case(backend, case, library=library)
             counts[(_family(case.family), label, outcome.status)] += 1
             if outcome.status == "failed":
                 failures.append(f"{label} {case.name}: {outcome.detail}")

@@ -1,0 +1,130 @@
+"""The table of ``--onnx``: a one-node model of each standard case through onnx's
+ReferenceEvaluator with and without :data:`scatterx.onnx.ops`, and through onnxruntime,
+against the same call made directly (:func:`scatterx.scatter_elements`)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any, NamedTuple
+
+from scatterx import scatter_elements, use_backend
+
+from .base import BenchCase, Call, Unavailable, require
+from .cases import median_ms
+from .peers import PEERS, _onnx_model
+
+#: The columns of the table: the direct call, the evaluator with scatterx's operators, the
+#: evaluator alone (its Python loop) and onnxruntime's CPU kernel.
+DIRECT, WITH_SCATTERX, REFERENCE, ONNXRUNTIME = (
+    "direct",
+    "evaluator+scatterx",
+    "evaluator",
+    "onnxruntime",
+)
+ONNX_COLUMNS = (DIRECT, WITH_SCATTERX, REFERENCE, ONNXRUNTIME)
+
+
+class OnnxRow(NamedTuple):
+    """The median milliseconds of one case and reduction, by column."""
+
+    case: str
+    reduction: str
+    times: dict[str, float]
+
+
+def _under(backend: str, call: Call) -> Call:
+    """``call`` inside ``use_backend(backend)``: a named numba waits for its compile, where
+    automatic choice would run numpy meanwhile."""
+
+    def run() -> Any:
+        with use_backend(backend):
+            return call()
+
+    return run
+
+
+def _output(session: Any, feeds: dict[str, Any]) -> Any:
+    """The model's one output (``run`` returns the list of the outputs asked for)."""
+    (output,) = session.run(None, feeds)
+    return output
+
+
+def onnx_calls(case: BenchCase, reduction: str, backend: str) -> dict[str, Call]:
+    """The calls of each column on ``case`` (NumPy arrays), none of them run yet; the
+    direct call and the evaluator's operators on scatterx's ``backend``.
+
+    onnxruntime is left out where it is not installed; :class:`Unavailable` where onnx is
+    not.
+    """
+    require("onnx")
+    from onnx.reference import ReferenceEvaluator
+
+    import scatterx.onnx
+
+    model = _onnx_model(case, reduction)
+    feeds = {"data": case.data, "indices": case.indices, "updates": case.updates}
+    with_ops = ReferenceEvaluator(model, new_ops=list(scatterx.onnx.ops))
+    plain = ReferenceEvaluator(model)
+    arrays, axis = case.arrays, case.axis
+    calls: dict[str, Call] = {
+        DIRECT: _under(backend, lambda: scatter_elements(*arrays, axis=axis, reduction=reduction)),
+        WITH_SCATTERX: _under(backend, lambda: _output(with_ops, feeds)),
+        REFERENCE: lambda: _output(plain, feeds),
+    }
+    try:
+        calls[ONNXRUNTIME] = PEERS[ONNXRUNTIME](case, reduction, "new")
+    except Unavailable as why:
+        print(f"bench: skipped {ONNXRUNTIME}: {why}", file=sys.stderr, flush=True)
+    return calls
+
+
+def _median_cold(call: Call, repeat: int) -> float:
+    """Median milliseconds of ``repeat`` calls, with no untimed call first: the plain
+    evaluator compiles nothing, and one of its calls on a full-size case takes seconds."""
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples)
+
+
+def time_onnx_row(
+    case: BenchCase, reduction: str, backend: str, repeat: int, reference_repeat: int
+) -> OnnxRow:
+    """Time every column on ``case``; the plain evaluator ``reference_repeat`` times."""
+    times = {}
+    for name, call in onnx_calls(case, reduction, backend).items():
+        if name == REFERENCE:
+            times[name] = _median_cold(call, reference_repeat)
+        else:
+            call()  # the warm-up: numba's compile, onnxruntime's first run
+            times[name] = median_ms(call, repeat)
+    return OnnxRow(case.name, reduction, times)
+
+
+def print_onnx(rows: list[OnnxRow], backend: str) -> None:
+    """The table: milliseconds by column, the speedup of scatterx's operators over the
+    plain evaluator, and their time over the direct call's."""
+    header = ["case", "reduction", *ONNX_COLUMNS, "evaluator/+scatterx", "+scatterx/direct"]
+    lines = [header]
+    for row in rows:
+        cells = [f"{row.times[c]:.2f}" if c in row.times else "-" for c in ONNX_COLUMNS]
+        ours = row.times[WITH_SCATTERX]
+        lines.append(
+            [
+                row.case,
+                row.reduction,
+                *cells,
+                f"{row.times[REFERENCE] / ours:.0f}x",
+                f"{ours / row.times[DIRECT]:.2f}",
+            ]
+        )
+    widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
+    print(f"median ms of a one-node ScatterElements model (opset 18); scatterx on {backend}")
+    for n, line in enumerate(lines):
+        print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
+        if n == 0:
+            print("  ".join("-" * w for w in widths))

@@ -1,0 +1,156 @@
+"""The ``onnx`` column: conformance cases through a one-node model in onnx's
+ReferenceEvaluator with :data:`scatterx.onnx.ops`, and ONNX's own node tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import warnings
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from scatterx import BackendError, use_backend
+from scatterx._registry import registered
+
+from ._compare import first_difference
+from ._gather_cases import ConformanceCase, GatherCase
+from ._runner import Outcome, _declined, _expected
+
+ONNX = "onnx"
+"""The name of the matrix's column of one-node ONNX models run by the ReferenceEvaluator."""
+
+OPERATORS = ("ScatterElements", "GatherElements", "Scatter")
+"""The ONNX operators :mod:`scatterx.onnx` serves."""
+
+_OP_TYPES = {"scatter_elements": ("ScatterElements", 18), "gather_elements": ("GatherElements", 13)}
+
+
+def onnx_unavailable() -> str | None:
+    """Why the onnx column cannot run here, or None."""
+    if importlib.util.find_spec("onnx") is None:
+        return "onnx is not installed (pip install 'scatterx[onnx]')"
+    return None
+
+
+@cache
+def onnx_node_tests() -> tuple[Any, ...]:
+    """ONNX's own node tests of ScatterElements, GatherElements and Scatter.
+
+    ``collect_testcases`` filters by operator on its first call in a process only, and
+    costs as much filtered as not: every node test is collected once, then filtered.
+    """
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():  # other operators' tests overflow casts on purpose
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tests = collect_testcases()
+    return tuple(t for t in tests if t.model and t.model.graph.node[0].op_type in OPERATORS)
+
+
+def _element_type(array: Any) -> int:
+    """The ONNX element type of a NumPy array's dtype (strings of any kind: STRING)."""
+    from onnx import TensorProto, helper
+
+    dtype = np.asarray(array).dtype
+    if dtype.kind in "OUST":
+        return int(TensorProto.STRING)
+    return int(helper.np_dtype_to_tensor_dtype(dtype.newbyteorder("=")))
+
+
+def _attribute_holds(value: Any) -> bool:
+    """Whether an ONNX attribute holds ``value`` as it is (a bool would become an int)."""
+    return type(value) in (int, float, str) or isinstance(value, np.integer)
+
+
+def one_node_model(case: ConformanceCase) -> Any:
+    """A model of one ScatterElements (opset 18) or GatherElements (opset 13) node: the
+    case's call, its inputs typed by their arrays' element types and of any shape."""
+    from onnx import helper
+
+    op_type, opset = _OP_TYPES[case.operation]
+    attributes = {k: v for k, v in case.kwargs().items() if not (k == "axis" and v == 0)}
+    node = helper.make_node(op_type, list(case.roles), ["output"], name="case", **attributes)
+    inputs = [
+        helper.make_tensor_value_info(role, _element_type(array), None)
+        for role, array in zip(case.roles, case.arrays, strict=True)
+    ]
+    output = helper.make_tensor_value_info("output", _element_type(case.data), None)
+    graph = helper.make_graph([node], "case", inputs, [output])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _unexpressed(case: ConformanceCase) -> str | None:
+    """Why a one-node model cannot make the case's call, or None."""
+    if case.numpy_roles:
+        return "nothing to mix: the evaluator's tensors are NumPy arrays"
+    for name, value in case.kwargs().items():
+        if not _attribute_holds(value):
+            return f"an ONNX attribute cannot hold {name}={value!r} as it is"
+    try:
+        for array in case.arrays:
+            _element_type(array)
+    except (TypeError, KeyError, ValueError) as exc:
+        return f"ONNX has no element type for this input: {exc}"
+    return None
+
+
+def _outcome(case: ConformanceCase, run: Any, feeds: dict[str, Any]) -> Outcome:
+    """Run the session; the outcome against the case's error or the oracle."""
+    try:
+        (result,) = run(None, feeds)
+    except Exception as exc:
+        if case.error is not None and isinstance(exc, case.error):
+            if case.match is None or re.search(case.match, str(exc)):
+                return Outcome("passed")
+            return Outcome("failed", f"message {str(exc)!r} does not match {case.match!r}")
+        raise
+    if case.error is not None:
+        return Outcome("failed", f"returned a result where {case.error.__name__} was due")
+    if type(result) is not np.ndarray or result.dtype != np.asarray(case.data).dtype:
+        return Outcome("failed", f"returned {type(result).__name__} {result.dtype}")
+    expected, free_nans = _expected(case)
+    problem = first_difference(result, expected, any_nan=free_nans)
+    return Outcome("failed", problem) if problem else Outcome("passed")
+
+
+def run_onnx_case(backend_name: str, case: ConformanceCase) -> Outcome:
+    """Run ``case`` as a one-node model through ``ReferenceEvaluator(model,
+    new_ops=list(scatterx.onnx.ops))`` under ``use_backend(backend_name)``; compare with the
+    oracle bit for bit, or the error with the case's, and check no input was modified.
+
+    Skipped where onnx is not installed (``library_unavailable``), where the backend is
+    unavailable (``unavailable``), declines the call, or the model cannot express it.
+    """
+    reason = onnx_unavailable()
+    if reason is not None:
+        return Outcome("skipped", reason, library_unavailable=True)
+    backend = registered()[backend_name]
+    reason = backend.available()
+    if reason is not None:
+        return Outcome("skipped", f"{backend_name} is unavailable: {reason}", unavailable=True)
+    if isinstance(case, GatherCase) and not hasattr(backend, "gather_elements"):
+        return Outcome("skipped", f"{backend_name} has no gather_elements")
+    why = _unexpressed(case)
+    if why is not None:
+        return Outcome("skipped", why)
+    from onnx.reference import ReferenceEvaluator
+
+    import scatterx.onnx
+
+    session = ReferenceEvaluator(one_node_model(case), new_ops=list(scatterx.onnx.ops))
+    feeds = dict(zip(case.roles, case.arrays, strict=True))
+    before = [np.array(a, copy=True) for a in case.arrays]
+    try:
+        with use_backend(backend_name):
+            outcome = _outcome(case, session.run, feeds)
+    except BackendError as exc:
+        return _declined(backend, case, exc)
+    except Exception as exc:
+        return Outcome("failed", f"raised {exc!r}")
+    for role, old, new in zip(case.roles, before, case.arrays, strict=True):
+        problem = first_difference(np.asarray(new), old)
+        if problem is not None:
+            return Outcome("failed", f"{role} was modified: {problem}")
+    return outcome
