@@ -17,7 +17,6 @@ gradient works too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,7 @@ def explain_traced(request: Request, backend: Any) -> Decision:
 Host = Callable[..., Any]
 
 
-def traced(request: Request, choice: Configured, host: Host) -> Any:
+def traced(request: Request, calls: Any, host: Host) -> Any:
     """The traced result of a call of traced JAX values: a differentiable host callback.
 
     A backend named that cannot run the call raises now, at trace time (automatic
@@ -57,11 +56,11 @@ def traced(request: Request, choice: Configured, host: Host) -> Any:
     on the host's arrays with the choice in force now (``use_backend`` and the rest),
     whatever is in force when the traced function runs.
     """
-    if choice.names is not None:
-        decide(stand_in(request), choice)
+    if calls.choice.names is not None:
+        decide(stand_in(request), calls.choice)
     if isinstance(request, GatherRequest):
-        return _gather(request.axis, choice, request.shape, host)(*request.arrays)
-    return _scatter(request.axis, request.reduction, choice, host)(*request.arrays)
+        return _gather(request.axis, calls, request.shape, host)(*request.arrays)
+    return _scatter(request.axis, request.reduction, calls, host)(*request.arrays)
 
 
 def _host(host: Host, choice: Configured, rank: int) -> Any:
@@ -76,12 +75,12 @@ def _host(host: Host, choice: Configured, rank: int) -> Any:
     return run
 
 
-def _scatter(axis: int, reduction: str, choice: Configured, host: Host) -> Any:
+def _scatter(axis: int, reduction: str, calls: Any, host: Host) -> Any:
     import jax
 
     @jax.custom_vjp
     def scatter(data: Any, indices: Any, updates: Any) -> Any:
-        run = _host(host, choice, data.ndim)
+        run = _host(host, calls.choice, data.ndim)
         shape = jax.ShapeDtypeStruct(data.shape, data.dtype)  # type: ignore[no-untyped-call]
         return jax.pure_callback(run, shape, data, indices, updates, vmap_method="broadcast_all")
 
@@ -97,7 +96,7 @@ def _scatter(axis: int, reduction: str, choice: Configured, host: Host) -> Any:
         data, indices, updates, out = saved
         g = jnp.asarray(g)  # a cotangent may come as a NumPy array (jax.test_util does that)
         d_data, d_updates = scatter_vjp(
-            _rules(choice), g, data, indices, updates, out, axis, reduction
+            _rules(calls), g, data, indices, updates, out, axis, reduction
         )
         return d_data, None, d_updates
 
@@ -105,12 +104,12 @@ def _scatter(axis: int, reduction: str, choice: Configured, host: Host) -> Any:
     return scatter
 
 
-def _gather(axis: int, choice: Configured, shape: tuple[int, ...], host: Host) -> Any:
+def _gather(axis: int, calls: Any, shape: tuple[int, ...], host: Host) -> Any:
     import jax
 
     @jax.custom_vjp
     def gather(data: Any, indices: Any) -> Any:
-        run = _host(host, choice, data.ndim)
+        run = _host(host, calls.choice, data.ndim)
         result = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
         return jax.pure_callback(run, result, data, indices, vmap_method="broadcast_all")
 
@@ -120,22 +119,20 @@ def _gather(axis: int, choice: Configured, shape: tuple[int, ...], host: Host) -
     def backward(indices: Any, g: Any) -> Any:
         import jax.numpy as jnp
 
-        return gather_vjp(_rules(choice), jnp.asarray(g), shape, indices, axis), None
+        return gather_vjp(_rules(calls), jnp.asarray(g), shape, indices, axis), None
 
     gather.defvjp(forward, backward)
     return gather
 
 
-def _rules(names: Any) -> Rules:
-    """The gradient's operations in JAX: scatterx's own calls (traced: callbacks again)."""
+def _rules(calls: Any) -> Rules:
+    """The gradient's operations in JAX: the pipeline's ``calls`` (traced: callbacks again)."""
     import jax.numpy as jnp
-
-    import scatterx
 
     return Rules(
         xp=jnp,
-        scatter=partial(scatterx.scatter_elements, backend=names),
-        gather=partial(scatterx.gather_elements, backend=names),
+        scatter=calls.scatter,
+        gather=calls.gather,
         conjugate=False,  # JAX's cotangents of holomorphic functions are not conjugated
         device=lambda array: None,  # traced values have no device: JAX places the result
     )

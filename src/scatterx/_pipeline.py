@@ -130,7 +130,7 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
 def _dispatch(request: Request, adopted: Adopted, choice: Configured, out: Any, like: Any) -> Any:
     """Run a checked request in its mode: JAX trace, autograd, ``out=`` or eager."""
     if request.device is TRACED:
-        return _jax.traced(request, choice, _host(request))
+        return _jax.traced(request, Calls(choice), _host(request))
     if adopted.records(request):
         return _torch_grad.recorded(request, out, Runner(choice, out, like))
     return run(request, choice, adopted.carried, out, like)
@@ -145,9 +145,24 @@ def run(request: Request, choice: Configured, carried: Carried | None, out: Any,
     return out
 
 
+class Calls(NamedTuple):
+    """The pipeline's calls with the choice of the call they serve: a gradient's calls
+    (and those of its gradient) keep it, and where it came from."""
+
+    choice: Configured
+
+    def scatter(self, data: Any, indices: Any, updates: Any, *, axis: int, reduction: str) -> Any:
+        """:func:`scatterx.scatter_elements` with this choice."""
+        return scatter(data, indices, updates, axis, reduction, None, self.choice)
+
+    def gather(self, data: Any, indices: Any, *, axis: int) -> Any:
+        """:func:`scatterx.gather_elements` with this choice."""
+        return gather(data, indices, axis, None, self.choice)
+
+
 class Runner(NamedTuple):
     """The run of a request that a mode makes (the detached tensors of autograd's forward)
-    with the choice of the call it serves, which a gradient's calls keep."""
+    with the choice of the call it serves."""
 
     choice: Configured
     out: Any
@@ -155,6 +170,11 @@ class Runner(NamedTuple):
 
     def __call__(self, request: Request) -> Any:
         return run(request, self.choice, None, self.out, self.like)
+
+    @property
+    def calls(self) -> Calls:
+        """The calls of the gradient, with this choice (and none of the arrays)."""
+        return Calls(self.choice)
 
 
 def _host(request: Request) -> Callable[..., Any]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 import warnings
-from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,7 +25,7 @@ def recorded(request: Request, out: Any, run: Any) -> Any:
     """The call of ``request`` (torch tensors, one of which requires grad): recorded by
     autograd where grad mode is on, else run on the detached tensors, as torch's own
     operations do. ``run`` (the pipeline's ``Runner``) runs a request of detached tensors,
-    deciding its backend; its ``choice`` is the one the backward's calls keep.
+    deciding its backend; its ``calls`` are the backward's, with the same choice.
     """
     import torch
 
@@ -86,15 +85,15 @@ COMPILE_WARNING = (
 )
 
 
-def _rules(backend: Any) -> Rules:
+def _rules(calls: Any) -> Rules:
+    """The gradient's operations in torch: the pipeline's ``calls`` (with the choice of the
+    call recorded), recorded in turn under ``create_graph=True``."""
     import array_api_compat.torch as xp
-
-    import scatterx
 
     return Rules(
         xp=xp,
-        scatter=partial(scatterx.scatter_elements, backend=backend),
-        gather=partial(scatterx.gather_elements, backend=backend),
+        scatter=calls.scatter,
+        gather=calls.gather,
         conjugate=True,  # torch's gradients of complex functions are conjugated
         device=lambda array: array.device,
     )
@@ -122,7 +121,7 @@ def _define() -> Any:
             ctx: Any, request: ScatterRequest, run: Any, data: Any, indices: Any, updates: Any
         ) -> Any:
             out = run(detached(request))
-            ctx.axis, ctx.reduction, ctx.backend = request.axis, request.reduction, run.choice
+            ctx.axis, ctx.reduction, ctx.backend = request.axis, request.reduction, run.calls
             saved = (data, updates, out) if request.reduction in ("mul", "max", "min") else ()
             ctx.save_for_backward(indices, *saved)
             return out
@@ -150,7 +149,7 @@ def _define() -> Any:
 
         @staticmethod
         def forward(ctx: Any, request: GatherRequest, run: Any, data: Any, indices: Any) -> Any:
-            ctx.axis, ctx.backend, ctx.shape = request.axis, run.choice, tuple(data.shape)
+            ctx.axis, ctx.backend, ctx.shape = request.axis, run.calls, tuple(data.shape)
             ctx.save_for_backward(indices)
             return run(detached(request))
 
