@@ -21,8 +21,9 @@ class Backend(Protocol):
     ``available()``, ``can_run(request)`` and ``scatter_elements(request)``.
 
     ``can_run`` (and :class:`SkipsAutomatic`'s ``skip_automatic``) may look only at the
-    request's metadata (array type, dtypes, shapes, axis, reduction, device), never at
-    values: automatic choices are remembered by that metadata (``request.key``).
+    request's metadata (array type, dtypes, shapes, axis, reduction, device, the arrays'
+    layout, ``out`` and whether it is ``data``), never at values: automatic choices are
+    remembered by that metadata (``request.key``, with ``out``'s mode and layout).
     Optional members have protocols of their own: :class:`GathersElements`,
     :class:`SkipsAutomatic` (whose reasons may be a :class:`TransientReason`) and
     :class:`ConvertsArrays`.
