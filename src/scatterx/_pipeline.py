@@ -104,7 +104,10 @@ def scatter(
         return _torch_grad.eager(scatter)(data, indices, updates, axis, reduction, out, backend)
     if out is None:
         adopted = adopt(data, indices, updates)
-        request = normalise(*_three(adopted.arrays), axis, reduction)
+        arrays, _, carried = adopted
+        request = normalise(*_three(arrays), axis, reduction)
+        if carried is not None:  # CPU tensors' NumPy views: eager, the small call's way
+            return execute(decide(request, configured(backend), carried), data)
     else:
         adopted = Adopted(((), library_of(type(data)), None))
         request = normalise(data, indices, updates, axis, reduction, out)

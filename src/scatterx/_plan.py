@@ -236,8 +236,8 @@ def decide(request: Request, choice: Configured, carried: Carried | None = None)
     if choice.names is None:
         key = request.key if request.out is None else decision_key(request)
         found = None if key is None else current().choices.get(key)
-        if found is not None and found[1] is None and carried is None:  # the small call's way
-            plan: Plan | None = Plan((found[0], None, request))
+        if found is not None and found[1] is None:  # native to the request: the small call's way
+            plan: Plan | None = Plan((found[0], carried and carried.route, request))
         else:
             plan = _remembered(request, carried, key, found)
     else:
