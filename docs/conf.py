@@ -63,6 +63,8 @@ numpydoc_validation_exclude = {
     # Protocols are never constructed: numpydoc would ask for their (*args, **kwargs).
     r"^scatterx\.backend\.(Backend|GathersElements|SkipsAutomatic|ConvertsArrays)$",
     r"\.(Scatter|Gather)Request\.(count|index)$",  # the methods a named tuple has from tuple
+    # Class attributes (a str, a tuple): numpydoc would check the docstring of their type.
+    r"\.(Scatter|Gather)Request\.(roles|operation)$",
 }
 numpydoc_validation_overrides = {
     # A record (dataclass, named tuple) documents its fields under Attributes, not

@@ -187,12 +187,14 @@ def in_place_case(case: BenchCase, reduction: str) -> BenchCase:
     return replace(case, data=owned, updates=updates)
 
 
-def median_ms(call: Call, repeat: int) -> float:
-    """Median milliseconds of ``repeat`` calls in a row, after one untimed call.
+def median_ms(call: Call, repeat: int, *, warm: bool = True) -> float:
+    """Median milliseconds of ``repeat`` calls in a row, after one untimed call (unless
+    ``warm`` is False: a call that compiles nothing and takes seconds, say).
 
     The untimed call lets the thread pools of the contestant timed before settle down.
     """
-    call()
+    if warm:
+        call()
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()

@@ -4,9 +4,7 @@ against the same call made directly (:func:`scatterx.scatter_elements`)."""
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from typing import Any, NamedTuple
 
 from scatterx import scatter_elements, use_backend
@@ -80,17 +78,6 @@ def onnx_calls(case: BenchCase, reduction: str, backend: str) -> dict[str, Call]
     return calls
 
 
-def _median_cold(call: Call, repeat: int) -> float:
-    """Median milliseconds of ``repeat`` calls, with no untimed call first: the plain
-    evaluator compiles nothing, and one of its calls on a full-size case takes seconds."""
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(samples)
-
-
 def time_onnx_row(
     case: BenchCase, reduction: str, backend: str, repeat: int, reference_repeat: int
 ) -> OnnxRow:
@@ -98,7 +85,7 @@ def time_onnx_row(
     times = {}
     for name, call in onnx_calls(case, reduction, backend).items():
         if name == REFERENCE:
-            times[name] = _median_cold(call, reference_repeat)
+            times[name] = median_ms(call, reference_repeat, warm=False)  # compiles nothing
         else:
             call()  # the warm-up: numba's compile, onnxruntime's first run
             times[name] = median_ms(call, repeat)

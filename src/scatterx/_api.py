@@ -198,8 +198,12 @@ def explain_gather(
 
     Parameters
     ----------
-    data, indices, axis, backend
-        As for :func:`gather_elements`.
+    data, indices : array
+        As for :func:`gather_elements`, and so are the other parameters.
+    axis : int, optional
+        The axis.
+    backend : str or sequence of str, optional
+        The backend(s) to choose among.
 
     Returns
     -------

@@ -146,8 +146,10 @@ def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], 
 
     Parameters
     ----------
-    data, indices, axis
-        As for :func:`block_call`: the blocks, in memory, and the axis, non-negative.
+    data, indices : array
+        As for :func:`block_call`.
+    axis : int
+        Likewise.
 
     Returns
     -------
