@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -76,6 +77,19 @@ def test_precedence_call_then_scope_then_process_then_env(
             assert _runs_on(fake) == "fake"
         assert _runs_on(fake, backend="fake") == "fake"
     scatterx.set_backend(None)
+    assert _runs_on(fake) == "numpy"
+
+
+def test_the_environment_variable_is_read_at_every_call(
+    fake: RecordingBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Set, unset and set again between calls, also in an ``os.environ`` replaced whole."""
+    assert _runs_on(fake) == "fake"
+    monkeypatch.setenv("SCATTERX_BACKEND", "numpy")
+    assert _runs_on(fake) == "numpy"
+    monkeypatch.delenv("SCATTERX_BACKEND")
+    assert _runs_on(fake) == "fake"
+    monkeypatch.setattr(os, "environ", {"SCATTERX_BACKEND": "numpy"})
     assert _runs_on(fake) == "numpy"
 
 

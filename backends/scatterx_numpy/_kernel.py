@@ -26,16 +26,19 @@ _CACHED_GRID_LIMIT = 4096
 _LIST_BOUNDS_LIMIT = 64
 
 
-def check_bounds(indices: Array, axis: int, size: int) -> bool:
+def check_bounds(indices: Array, axis: int, size: int, count: int = -1) -> bool:
     """Raise the contract's IndexError if any index is outside ``[-size, size-1]``.
 
     Vectorised: two reductions over ``indices`` in the common case, a third pass only
     when something is out of bounds. Returns whether any index is negative, so the caller
-    can skip the wrap-around pass when none is.
+    can skip the wrap-around pass when none is. ``count``: the size of ``indices``, where
+    the caller knows it.
     """
-    if indices.size == 0:
+    if count < 0:
+        count = indices.size
+    if count == 0:
         return False
-    if indices.size <= _LIST_BOUNDS_LIMIT:
+    if count <= _LIST_BOUNDS_LIMIT:
         values = indices.ravel().tolist()
         low, high = min(values), max(values)
     else:
@@ -77,23 +80,17 @@ def _small_layout(
     return _c_strides(data_shape)[axis], grid
 
 
-def _layout(
-    index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int, count: int
-) -> tuple[int, Array]:
-    """Stride of the axis in C-ordered data, and the flat offset of every index position."""
-    if count <= _CACHED_GRID_LIMIT:  # small calls recur: their grids are kept
-        return _small_layout(index_shape, data_shape, axis)
-    return _c_strides(data_shape)[axis], _grid(index_shape, data_shape, axis)
-
-
 def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int, count: int) -> Array:
     """C-order flat positions (int64) in data of the ``count`` elements of ``indices``.
 
     Raises the contract's IndexError for the first out-of-bounds index in C order.
     """
     size = data_shape[axis]
-    has_negative = check_bounds(indices, axis, size)
-    stride, grid = _layout(indices.shape, data_shape, axis, count)
+    has_negative = check_bounds(indices, axis, size, count)
+    if count <= _CACHED_GRID_LIMIT:  # small calls recur: their grids are kept
+        stride, grid = _small_layout(indices.shape, data_shape, axis)
+    else:
+        stride, grid = _c_strides(data_shape)[axis], _grid(indices.shape, data_shape, axis)
     # int64 arithmetic even for int32 indices: flat positions of big data pass 2**31.
     if has_negative:
         along = indices.astype(np.int64)
@@ -175,20 +172,26 @@ def scatter_elements(request: ScatterRequest) -> Array:
     (but for ``data`` given as ``out``), and a new array is returned unless ``out`` is given
     in a form written directly."""
     data: Array = request.data
-    native = data.dtype if data.dtype.isnative else data.dtype.newbyteorder("=")
-    if _writes_into(request.out, native):
+    dtype = data.dtype
+    count = request.indices.size
+    small = data.nbytes < ALIGNED_FROM_BYTES
+    if small and request.out is None and dtype.isnative and dtype.kind not in "Tb":
+        out = data.copy()  # the small call's way: a copy, then the updates
+        if count:
+            flat = flat_positions(request.indices, data.shape, request.axis, count)
+            _apply(out, flat, request.updates, request.reduction, dtype)
+        return out
+    native = dtype if dtype.isnative else dtype.newbyteorder("=")
+    if request.out is not None and _writes_into(request.out, native):
         return _scatter_into(request, request.out)
     if native.kind in "Tb":
         out, updates = _working_copy(data, native), _working_copy(request.updates, native)
-    elif native is data.dtype and data.nbytes < ALIGNED_FROM_BYTES:  # the small call's way
-        out, updates = data.copy(order="C"), request.updates
     else:
         out, updates = _copy(data, native), request.updates
-    count = request.indices.size
     if count:
         flat = flat_positions(request.indices, data.shape, request.axis, count)
         _apply(out, flat, updates, request.reduction, out.dtype)
-    return out if out.dtype == data.dtype else out.astype(data.dtype)
+    return out if out.dtype == dtype else out.astype(dtype)
 
 
 def _apply(out: Array, flat: Array, updates: Array, reduction: str, dtype: np.dtype[Any]) -> None:
@@ -196,7 +199,7 @@ def _apply(out: Array, flat: Array, updates: Array, reduction: str, dtype: np.dt
     if reduction == "none":
         # ndarray.put is one sequential C loop over the positions (PyArray_PutTo), taking
         # updates in C order, so the last duplicate wins; duplicate cases of the suite guard it.
-        out.put(flat, updates, mode="wrap")
+        out.put(flat, updates, "wrap")  # mode, given by position: no keywords to parse
         return
     out = out.reshape(-1)
     values = np.ascontiguousarray(updates, dtype=dtype).reshape(-1)
