@@ -45,10 +45,22 @@ def _values(shape: tuple[int, ...], dtype: Any, seed: int) -> Any:
     return torch.randint(0, 2 if dtype == torch.bool else 5, shape, generator=generator).to(dtype)
 
 
-def _call(dtype: Any = torch.float64, grad: bool = False) -> tuple[Any, Any, Any]:
-    data = _values((4, 3), dtype, 0).requires_grad_(grad)
-    updates = _values((3, 3), dtype, 1).requires_grad_(grad)
-    return data, torch.tensor(INDICES), updates
+#: CUDA cases run where torch sees a CUDA device (tools/gpu_check.sh runs them there).
+DEVICES = [
+    "cpu",
+    pytest.param(
+        "cuda",
+        marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="torch has no CUDA"),
+    ),
+]
+
+
+def _call(
+    dtype: Any = torch.float64, grad: bool = False, device: str = "cpu"
+) -> tuple[Any, Any, Any]:
+    data = _values((4, 3), dtype, 0).to(device).requires_grad_(grad)
+    updates = _values((3, 3), dtype, 1).to(device).requires_grad_(grad)
+    return data, torch.tensor(INDICES, device=device), updates
 
 
 def _reduction(dtype: Any) -> str:
@@ -90,9 +102,10 @@ def _equal(got: Any, expected: Any) -> None:
         assert torch.equal(a, b), (a, b)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-def test_compiled_fullgraph_equals_eager_forward_and_gradients(reduction: str) -> None:
-    data, indices, updates = _call(torch.float32, grad=True)
+def test_compiled_fullgraph_equals_eager_forward_and_gradients(reduction: str, device: str) -> None:
+    data, indices, updates = _call(torch.float32, grad=True, device=device)
     loss = _loss(reduction)
     expected = loss(data, indices, updates)
     expected_grads = torch.autograd.grad(expected, (data, updates))
@@ -169,38 +182,44 @@ class MessagePassing(torch.nn.Module):  # type: ignore[misc]
         return scatterx.gather_elements(summed, targets, axis=0).sum(dim=1)
 
 
-def test_exported_message_passing_equals_eager() -> None:
+@pytest.mark.parametrize("device", DEVICES)
+def test_exported_message_passing_equals_eager(device: str) -> None:
     torch.manual_seed(0)
     nodes, edges, features = 6, 20, 4
-    module = MessagePassing(features)
-    state = torch.randn(nodes, features)
-    sources = torch.randint(0, nodes, (edges,))
-    targets = torch.randint(0, nodes, (edges, 1)).expand(edges, features).contiguous()
+    module = MessagePassing(features).to(device)
+    state = torch.randn(nodes, features, device=device)
+    sources = torch.randint(0, nodes, (edges,), device=device)
+    targets = torch.randint(0, nodes, (edges, 1), device=device).expand(edges, features)
+    targets = targets.contiguous()
     exported = torch.export.export(module, (state, sources, targets))
     code = exported.graph_module.code
     assert "scatterx.scatter_elements" in code
     assert "scatterx.gather_elements" in code
-    other = torch.randn(nodes, features)
+    other = torch.randn(nodes, features, device=device)
     assert torch.equal(exported.module()(other, sources, targets), module(other, sources, targets))
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("reduction", REDUCTIONS)
-def test_func_grad_equals_autograd(reduction: str) -> None:
-    data, indices, updates = _call(grad=True)
+def test_func_grad_equals_autograd(reduction: str, device: str) -> None:
+    data, indices, updates = _call(grad=True, device=device)
     loss = _loss(reduction)
     expected = torch.autograd.grad(loss(data, indices, updates), (data, updates))
     got = torch.func.grad(loss, argnums=(0, 2))(data.detach(), indices, updates.detach())
     _equal(got, expected)
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("in_dims", [(0, None, None), (None, None, 0), (0, 0, 0), (1, None, 1)])
-def test_vmap_equals_a_loop(in_dims: tuple[int | None, ...]) -> None:
+def test_vmap_equals_a_loop(in_dims: tuple[int | None, ...], device: str) -> None:
     data, indices, updates = (
         torch.stack([t] * 2, dim=d) if d is not None else t
-        for t, d in zip(_call(), in_dims, strict=True)
+        for t, d in zip(_call(device=device), in_dims, strict=True)
     )
     if in_dims[0] is not None:  # the batch's members differ
-        data = data + torch.arange(2.0).reshape([2 if i == in_dims[0] else 1 for i in range(3)])
+        data = data + torch.arange(2.0, device=device).reshape(
+            [2 if i == in_dims[0] else 1 for i in range(3)]
+        )
 
     def call(data: Any, indices: Any, updates: Any) -> Any:
         scattered = scatterx.scatter_elements(data, indices, updates, axis=-1, reduction="mul")
