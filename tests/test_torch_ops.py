@@ -317,3 +317,18 @@ def test_forward_mode_names_the_transform_and_the_way_out() -> None:
 
     with pytest.raises(NotImplementedError, match=r"forward-mode.*jacrev"):
         torch.func.jvp(scatter, (data,), (torch.ones_like(data),))
+
+
+@pytest.mark.parametrize("first", ["torch", "scatterx"])
+def test_a_compiled_call_can_be_the_first_call_whatever_the_import_order(first: str) -> None:
+    from _subprocess import run_python
+
+    imports = "import torch, scatterx" if first == "torch" else "import scatterx, torch"
+    code = f"""
+{imports}
+def f(d, i, u):
+    return scatterx.scatter_elements(d, i, u, reduction="add", backend="numpy")
+d, i, u = torch.zeros(4, 3), torch.tensor([[1, 0, 3]]), torch.ones(1, 3)
+print(torch.compile(f, backend="aot_eager", fullgraph=True)(d, i, u).sum().item())
+"""
+    assert run_python(code).split()[-1] == "3.0"

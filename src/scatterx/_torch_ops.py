@@ -19,6 +19,7 @@ import importlib.util
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 from . import _torch_op_rules as rules
@@ -94,6 +95,7 @@ def traced(arrays: Sequence[Tensor]) -> bool:
     return functorch.maybe_current_level() is not None or torch._C._len_torch_dispatch_stack() > 0
 
 
+@cache
 def _tracing_types() -> tuple[type, ...]:
     from torch._subclasses.fake_tensor import FakeTensor
     from torch._subclasses.functional_tensor import FunctionalTensor
