@@ -332,3 +332,15 @@ d, i, u = torch.zeros(4, 3), torch.tensor([[1, 0, 3]]), torch.ones(1, 3)
 print(torch.compile(f, backend="aot_eager", fullgraph=True)(d, i, u).sum().item())
 """
     assert run_python(code).split()[-1] == "3.0"
+
+
+def test_vmap_refuses_an_axis_out_of_the_callers_range() -> None:
+    data, indices, updates = _call()
+    batch = torch.stack([data, data])
+    for axis in (2, -3):  # on the batched tensors, -3 would be valid: it must not be taken
+
+        def scatter(d: Any, axis: int = axis) -> Any:
+            return scatterx.scatter_elements(d, indices, updates, axis=axis)
+
+        with pytest.raises(ValueError, match=rf"axis must be in \[-2, 1\].*got axis={axis}"):
+            torch.func.vmap(scatter)(batch)

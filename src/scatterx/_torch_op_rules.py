@@ -95,6 +95,15 @@ def axis_from_front(axis: int, rank: int) -> int:
     return axis + rank if -rank <= axis < 0 else axis
 
 
+def _shifted(axis: int, rank: int) -> int:
+    """The axis of a batched call: after the batch's, in front (refused out of range as the
+    call itself would be, for the rank the caller sees)."""
+    if not -rank <= axis < rank:
+        msg = f"axis must be in [{-rank}, {rank - 1}] for data of rank {rank}; got axis={axis}"
+        raise ValueError(msg)
+    return axis % rank + 1
+
+
 def _front(tensor: Tensor, dim: int | None, size: int) -> Tensor:
     """``tensor`` with vmap's batch dimension first (broadcast where it has none)."""
     if dim is None:
@@ -106,7 +115,7 @@ def scatter_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[Ten
     """A batch of scatters is one scatter along the axis after the batch's, kept in front."""
     axis, reduction, backend = inputs[3:]
     batched = [_front(t, d, info.batch_size) for t, d in zip(inputs[:3], in_dims[:3], strict=True)]
-    shifted = axis_from_front(axis, batched[0].dim() - 1) + 1
+    shifted = _shifted(axis, batched[0].dim() - 1)
     return _call(info, "Scatter", "scatter")(*batched, shifted, reduction, backend), 0
 
 
@@ -114,7 +123,7 @@ def gather_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[Tens
     """A batch of gathers is one gather along the axis after the batch's."""
     axis, backend = inputs[2:]
     batched = [_front(t, d, info.batch_size) for t, d in zip(inputs[:2], in_dims[:2], strict=True)]
-    shifted = axis_from_front(axis, batched[0].dim() - 1) + 1
+    shifted = _shifted(axis, batched[0].dim() - 1)
     return _call(info, "Gather", "gather")(*batched, shifted, backend), 0
 
 
