@@ -13,7 +13,9 @@
 #   3. torch CUDA tensors through the cupy backend: the kernel must receive the tensors' own
 #      device memory (DLPack, no copy), ordered on the caller's stream, and return a tensor
 #      on the same device (contract section 6), and with out= write into the tensor's own
-#      memory (section 7); skipped, with the reason, where torch has no CUDA.
+#      memory (section 7); skipped, with the reason, where torch has no CUDA;
+#   4. the torch operators (contract 12) on CUDA tensors: torch.compile, torch.export and
+#      torch.func against eager (tests/test_torch_ops.py -k cuda), where torch has CUDA.
 # It ends with one table of the steps, their results and seconds. Exit status: 0 when all
 # is correct and every target met, 3 when all is correct but a target is missed, 1 when a
 # step failed, 2 for bad usage.
@@ -333,6 +335,18 @@ if [ "$torch_step" = yes ]; then
     else
         failed="$failed [torch CUDA: zero copy]"
         step "torch CUDA: zero copy" FAILED $((SECONDS - begin))
+    fi
+fi
+
+# The torch operators (contract 12) on CUDA tensors: compiled, exported, torch.func.
+if [ "$torch_step" = yes ] && [ "$torch_cuda" = 1 ]; then
+    echo "== torch operators on CUDA tensors (tests/test_torch_ops.py -k cuda)"
+    begin=$SECONDS
+    if "$python" -m pytest -q -p no:cacheprovider -n 0 tests/test_torch_ops.py -k cuda; then
+        step "torch operators: CUDA" passed $((SECONDS - begin))
+    else
+        failed="$failed [torch operators: CUDA]"
+        step "torch operators: CUDA" FAILED $((SECONDS - begin))
     fi
 fi
 

@@ -148,6 +148,13 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
         "(embedding-grad, message-passing) against torch.scatter_reduce and its autograd",
     )
     parser.add_argument(
+        "--grad-compiler",
+        default="inductor",
+        metavar="BACKEND",
+        help="torch.compile's backend for the compiled step of --grad (inductor; aot_eager "
+        "compiles nothing, quickly)",
+    )
+    parser.add_argument(
         "--onnx",
         action="store_true",
         help="only the ONNX table: a one-node model of each case through onnx's "
@@ -427,11 +434,11 @@ def _grad(args: argparse.Namespace) -> int:
         results = {}
         for case in cases:
             progress(f"{case.name} forward + backward")
-            results[case.name] = time_case(case, args.repeat)
+            results[case.name] = time_case(case, args.repeat, compiler=args.grad_compiler)
     except Unavailable as why:
         print(f"bench: --grad needs torch: {why}", file=sys.stderr)
         return 1
-    print_grad(results)
+    print_grad(results, args.grad_compiler)
     end = _load()
     if load is not None and end is not None:
         print(f"load average (1 min) at the start {load:.2f}, at the end {end:.2f}")

@@ -87,6 +87,11 @@ class Library:
         """Whether autograd records ``request`` (an array that requires grad): no, but torch."""
         return False
 
+    def traced(self, arrays: Arrays) -> bool:
+        """Whether the library traces a call of ``arrays`` (then its operators take the
+        call): no, but torch's tracers."""
+        return False
+
     def refuse(self, *arrays: Array) -> None:
         """Raise TypeError for arrays that cannot be carried (none, by default).
 

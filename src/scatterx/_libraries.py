@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _torch_ops
 from ._array_api_strict_library import ArrayApiStrict
 from ._interop import CARRIERS, CUPY, NUMPY, TRACED, Library, Route
 from ._jax_library import Jax
@@ -25,6 +26,7 @@ from ._torch_library import Torch
 @cache
 def _library(top: str) -> Library:
     if top == "torch":
+        _torch_ops.operators()  # defined when scatterx meets torch, so export can name them
         return Torch(top)
     if top == "jax":
         return Jax(top)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _jax, _torch_grad
+from . import _jax, _torch_grad, _torch_ops
 from ._config import Configured, configured
 from ._interop import NUMPY, TRACED, Library
 from ._libraries import library_of
@@ -100,11 +100,13 @@ def scatter(
         if route is None:
             return chosen.scatter_elements(request)
         return execute(Plan((chosen, route, request)), data)
-    if _torch_grad.compiling():
-        return _torch_grad.eager(scatter)(data, indices, updates, axis, reduction, out, backend)
+    if _torch_grad.compiling() or (out is not None and _traced(out, data, indices, updates)):
+        return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
     if out is None:
         adopted = adopt(data, indices, updates)
-        arrays, _, carried = adopted
+        arrays, library, carried = adopted
+        if carried is None and library is not None and library.traced(arrays):
+            return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
         request = normalise(*_three(arrays), axis, reduction)
         if carried is not None:  # CPU tensors' NumPy views: eager, the small call's way
             return execute(decide(request, configured(backend), carried), data)
@@ -119,15 +121,24 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
     if out is None and type(data) is np.ndarray:
         request: Request = normalise_gather(data, indices, axis)
         return execute(decide(request, configured(backend)), data)
-    if _torch_grad.compiling():
-        return _torch_grad.eager(gather)(data, indices, axis, out, backend)
+    if _torch_grad.compiling() or (out is not None and _traced(out, data, indices)):
+        return _torch_ops.gather(data, indices, axis, out, backend)
     if out is None:
         adopted = adopt(data, indices)
-        request = normalise_gather(*_two(adopted.arrays), axis)
+        arrays, library, carried = adopted
+        if carried is None and library is not None and library.traced(arrays):
+            return _torch_ops.gather(data, indices, axis, out, backend)
+        request = normalise_gather(*_two(arrays), axis)
     else:
         adopted = Adopted(((), library_of(type(data)), None))
         request = normalise_gather(data, indices, axis, out)
     return _dispatch(request, adopted, configured(backend), out, data)
+
+
+def _traced(out: Any, *arrays: Any) -> bool:
+    """Whether an ``out=`` call is traced by its library (torch's tracers: its operators)."""
+    library = library_of(type(out))
+    return library is not None and library.traced((*arrays, out))
 
 
 def _dispatch(request: Request, adopted: Adopted, choice: Configured, out: Any, like: Any) -> Any:
@@ -248,3 +259,6 @@ def _three(arrays: tuple[Any, ...]) -> tuple[Any, Any, Any]:
 def _two(arrays: tuple[Any, ...]) -> tuple[Any, Any]:
     data, indices = arrays
     return data, indices
+
+
+_torch_ops.serve(scatter, gather)

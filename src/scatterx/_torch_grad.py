@@ -13,7 +13,6 @@ which autograd may run on another thread.
 from __future__ import annotations
 
 import sys
-import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,40 +48,20 @@ def detached(request: Request) -> Request:
 
 
 def compiling() -> bool:
-    """Whether ``torch.compile`` is tracing the call now.
+    """Whether ``torch.compile`` is tracing the call now (then torch's operators take it).
 
-    Nothing here may make dynamo break the graph (it would then run this check eagerly,
-    and be told no): no look at the arrays, no import.
+    Nothing here may make dynamo break the graph: no look at the arrays, no import.
     """
     torch = sys.modules.get("torch")
     return torch is not None and bool(torch.compiler.is_compiling())
 
 
-def eager(function: Any) -> Any:
-    """``function`` to be run eagerly at a graph break of ``torch.compile``, with a warning.
-
-    Tracing scatterx would compile its NumPy code into the graph (torch.compile traces
-    NumPy) and lose the gradient; its kernels are not torch operations a graph can hold.
-    """
-    import torch
-
-    # The user's line: eager <- the pipeline <- scatter_elements <- the caller.
-    warnings.warn(COMPILE_WARNING, TorchCompileWarning, stacklevel=4)
-    return torch.compiler.disable(function)  # type: ignore[no-untyped-call]
-
-
 class TorchCompileWarning(UserWarning):
-    """A scatterx call met by ``torch.compile``: it runs eagerly, between compiled graphs.
+    """Kept so that filters naming it still work: nothing warns it now.
 
-    Python's default filter shows it once per line of the caller's code; filter it with
-    ``warnings.filterwarnings("ignore", category=scatterx.TorchCompileWarning)``.
+    ``torch.compile`` met scatterx calls at graph breaks, with this warning; they are
+    torch operators now (:mod:`scatterx._torch_ops`), one node of the compiled graph.
     """
-
-
-COMPILE_WARNING = (
-    "torch.compile does not trace scatterx: each scatterx call runs eagerly at a graph "
-    "break (the code around it is compiled), and autograd records it as usual"
-)
 
 
 def _rules(calls: Any) -> Rules:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _torch_ops
 from ._interop import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
 from ._request import GatherRequest, Request
 
@@ -50,6 +51,9 @@ class Torch(Library):
         if isinstance(request, GatherRequest):
             return bool(request.data.requires_grad)
         return bool(request.data.requires_grad or request.updates.requires_grad)
+
+    def traced(self, arrays: Arrays) -> bool:
+        return _torch_ops.traced(arrays)
 
     def check_out(self, out: Array) -> None:
         """Refuse an ``out`` that requires grad (autograd would not see the write), or

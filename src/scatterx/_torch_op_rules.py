@@ -1,0 +1,218 @@
+"""The rules of scatterx's torch operators: gradients, batching, and torch.func's Functions.
+
+The gradients are :mod:`scatterx._grad`'s, made of the operators themselves (a second
+derivative, and a compiled backward, go through them again); a ``torch.func.vmap`` batch
+is one call along the axis after the batch's, the batch in front. Under a ``torch.func``
+transform the operators go through autograd Functions with the same rules, since the
+autograd of ``register_autograd`` has no ``setup_context`` there (pytorch#168393).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+from ._grad import Rules, gather_vjp, scatter_vjp
+
+Tensor = Any
+
+
+class Operators(NamedTuple):
+    """The operators' ``torch.ops`` overloads (a named tuple: dynamo traces its making)."""
+
+    scatter: Any
+    gather: Any
+    scatter_out: Any
+    gather_out: Any
+
+
+def overloads() -> Operators:
+    """The operators' overloads (defined by :mod:`scatterx._torch_ops`)."""
+    found = sys.modules["torch"].ops.scatterx
+    return Operators(
+        found.scatter_elements.default,
+        found.gather_elements.default,
+        found.scatter_elements_out.default,
+        found.gather_elements_out.default,
+    )
+
+
+def _rules(backend: str | None, transformed: bool = False) -> Rules:
+    """The gradient's operations: these operators (under a ``torch.func`` transform, their
+    autograd Functions), with the backend named for the call."""
+    import array_api_compat.torch as xp
+
+    ops = functions() if transformed else None
+    scatter_op = ops.Scatter.apply if ops else overloads().scatter
+    gather_op = ops.Gather.apply if ops else overloads().gather
+
+    def scatter(
+        data: Tensor, indices: Tensor, updates: Tensor, *, axis: int, reduction: str
+    ) -> Tensor:
+        return scatter_op(data, indices, updates, axis, reduction, backend)
+
+    def gather(data: Tensor, indices: Tensor, *, axis: int) -> Tensor:
+        return gather_op(data, indices, axis, backend)
+
+    return Rules(xp=xp, scatter=scatter, gather=gather, conjugate=True, device=lambda a: a.device)
+
+
+def scatter_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    data, indices, updates, axis, reduction, backend = inputs
+    ctx.axis, ctx.reduction, ctx.backend = axis_from_front(axis, data.dim()), reduction, backend
+    saved = (data, updates, output) if reduction in ("mul", "max", "min") else ()
+    ctx.save_for_backward(indices, *saved)
+
+
+def scatter_backward(ctx: Any, g: Tensor, transformed: bool = False) -> tuple[Any, ...]:
+    indices, *saved = ctx.saved_tensors
+    data, updates, out = saved if saved else (None, None, None)
+    wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[2])
+    rules = _rules(ctx.backend, transformed)
+    d_data, d_updates = scatter_vjp(
+        rules, g.contiguous(), data, indices, updates, out, ctx.axis, ctx.reduction, wanted
+    )
+    return d_data, None, d_updates, None, None, None
+
+
+def gather_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    data, indices, axis, backend = inputs
+    ctx.axis, ctx.backend, ctx.shape = axis_from_front(axis, data.dim()), backend, tuple(data.shape)
+    ctx.save_for_backward(indices)
+
+
+def gather_backward(ctx: Any, g: Tensor, transformed: bool = False) -> tuple[Any, ...]:
+    (indices,) = ctx.saved_tensors
+    rules = _rules(ctx.backend, transformed)
+    d_data = gather_vjp(rules, g.contiguous(), ctx.shape, indices, ctx.axis)
+    return d_data, None, None, None
+
+
+def axis_from_front(axis: int, rank: int) -> int:
+    """``axis`` counted from the front (one out of range is left for the run to refuse)."""
+    return axis + rank if -rank <= axis < 0 else axis
+
+
+def _shifted(axis: int, rank: int) -> int:
+    """The axis of a batched call: after the batch's, in front (refused out of range as the
+    call itself would be, for the rank the caller sees)."""
+    if not -rank <= axis < rank:
+        msg = f"axis must be in [{-rank}, {rank - 1}] for data of rank {rank}; got axis={axis}"
+        raise ValueError(msg)
+    return axis % rank + 1
+
+
+def _front(tensor: Tensor, dim: int | None, size: int) -> Tensor:
+    """``tensor`` with vmap's batch dimension first (broadcast where it has none)."""
+    if dim is None:
+        return tensor.unsqueeze(0).expand(size, *tensor.shape)
+    return tensor.movedim(dim, 0)
+
+
+def scatter_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[Tensor, int]:
+    """A batch of scatters is one scatter along the axis after the batch's, kept in front."""
+    axis, reduction, backend = inputs[3:]
+    batched = [_front(t, d, info.batch_size) for t, d in zip(inputs[:3], in_dims[:3], strict=True)]
+    shifted = _shifted(axis, batched[0].dim() - 1)
+    return _call(info, "Scatter", "scatter")(*batched, shifted, reduction, backend), 0
+
+
+def gather_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[Tensor, int]:
+    """A batch of gathers is one gather along the axis after the batch's."""
+    axis, backend = inputs[2:]
+    batched = [_front(t, d, info.batch_size) for t, d in zip(inputs[:2], in_dims[:2], strict=True)]
+    shifted = _shifted(axis, batched[0].dim() - 1)
+    return _call(info, "Gather", "gather")(*batched, shifted, backend), 0
+
+
+def refuse_out_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> Any:
+    msg = (
+        "scatterx's out= cannot be used under torch.func.vmap (a batch cannot be written "
+        "into one out): call without out= and use the tensor the call returns"
+    )
+    raise RuntimeError(msg)
+
+
+def _call(info: Any, function: str, operator: str) -> Callable[..., Tensor]:
+    """The batched call of a vmap rule: the autograd Function's where it runs one."""
+    if getattr(info, "function", False):
+        return getattr(functions(), function).apply  # type: ignore[no-any-return]
+    return getattr(overloads(), operator)  # type: ignore[no-any-return]
+
+
+_FUNCTIONS: Any = None
+
+
+def functions() -> Any:
+    """The operators as autograd Functions that ``torch.func`` can transform (defined on
+    first use): the same forward, gradients and batching rules."""
+    global _FUNCTIONS
+    if _FUNCTIONS is None:
+        _FUNCTIONS = _define_functions()
+    return _FUNCTIONS
+
+
+def _define_functions() -> Any:
+    import torch
+
+    ops = overloads()
+
+    class Scatter(torch.autograd.Function):
+        """``scatterx::scatter_elements`` for ``torch.func``."""
+
+        @staticmethod
+        def forward(*inputs: Any) -> Any:
+            return ops.scatter(*inputs)
+
+        setup_context = staticmethod(scatter_context)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return scatter_backward(ctx, g, transformed=True)
+
+        @staticmethod
+        def vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> Any:
+            return scatter_vmap(_Marked(info), in_dims, *inputs)
+
+        jvp = staticmethod(_refuse_forward_mode)
+
+    class Gather(torch.autograd.Function):
+        """``scatterx::gather_elements`` for ``torch.func``."""
+
+        @staticmethod
+        def forward(*inputs: Any) -> Any:
+            return ops.gather(*inputs)
+
+        setup_context = staticmethod(gather_context)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return gather_backward(ctx, g, transformed=True)
+
+        @staticmethod
+        def vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> Any:
+            return gather_vmap(_Marked(info), in_dims, *inputs)
+
+        jvp = staticmethod(_refuse_forward_mode)
+
+    return SimpleNamespace(Scatter=Scatter, Gather=Gather)
+
+
+def _refuse_forward_mode(ctx: Any, *tangents: Any) -> Any:
+    msg = (
+        "scatterx has no forward-mode derivative (torch.func.jvp, jacfwd, hessian, "
+        "torch.autograd.forward_ad): use reverse mode, torch.func.jacrev, or "
+        "jacrev(jacrev(f)) for a second derivative"
+    )
+    raise NotImplementedError(msg)
+
+
+class _Marked:
+    """vmap's ``info``, marked as the autograd Function's (its batched call is one too)."""
+
+    function = True
+
+    def __init__(self, info: Any) -> None:
+        self.batch_size = info.batch_size

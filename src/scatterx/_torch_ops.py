@@ -1,0 +1,261 @@
+"""PyTorch operators: ``scatterx::scatter_elements``, ``gather_elements`` and their out= forms.
+
+Contract section 12. Where torch traces a call (``torch.compile``, ``torch.export``, the
+``torch.func`` transforms, a dispatch mode), the tensors go through these operators, which
+torch keeps as one node of its graph: a fake-tensor rule gives the result's shape, autograd
+uses the gradients of :mod:`scatterx._grad` (themselves made of these operators, so a
+second derivative and a compiled backward work), and ``torch.func.vmap`` runs a batch as
+one call along a shifted axis. Each operator's run is the pipeline's eager run on the
+detached tensors (the pipeline hands its functions over with :func:`serve`, so this module
+imports nothing above it), and the backend named by ``backend=`` travels as a string
+argument; ``use_backend``, ``set_backend`` and ``SCATTERX_BACKEND`` are read when the
+operator runs. The operators are defined once, when scatterx first meets torch.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
+
+from . import _torch_op_rules as rules
+from ._config import Configured
+from ._torch_op_rules import Operators
+
+Tensor = Any
+_served: dict[str, Callable[..., Any]] = {}
+_inside = threading.local()  # set while an operator runs the pipeline: nothing is traced there
+_DEFINED = False
+
+
+def serve(scatter: Callable[..., Any], gather: Callable[..., Any]) -> None:
+    """Take the pipeline's ``scatter`` and ``gather``: what the operators run; and have
+    ``torch.compile`` define the operators when it first meets a call."""
+    _served["scatter"], _served["gather"] = scatter, gather
+    if "torch" in sys.modules:
+        _mark(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchWatcher())
+
+
+def _defining() -> bool:
+    """Define the operators; dynamo runs this as it traces (see :func:`_mark`)."""
+    global _DEFINED
+    if not _DEFINED:
+        _define()
+        _DEFINED = True
+    return True
+
+
+def _mark(torch: Any) -> None:
+    """Have dynamo run :func:`_defining` rather than trace it (a registration cannot be
+    traced), so that a compiled function's first call can define the operators."""
+    torch.compiler.assume_constant_result(_defining)
+
+
+class _TorchWatcher(importlib.abc.MetaPathFinder):
+    """Marks :func:`_defining` when torch is imported after scatterx (then leaves)."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, run = spec.loader, spec.loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            _mark(module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def traced(arrays: Sequence[Tensor]) -> bool:
+    """Whether torch traces a call of these tensors, so that it must go through an operator.
+
+    Asked off the small call's path only (where a CPU tensor's ``.numpy()`` failed): fake
+    and functional tensors (``torch.export``), an active ``torch.func`` transform, a
+    dispatch mode. torch has no public question for the last two.
+    """
+    if getattr(_inside, "running", False):
+        return False
+    torch = sys.modules["torch"]
+    if torch.compiler.is_compiling() or torch.compiler.is_exporting():
+        return True
+    if any(isinstance(a, _tracing_types()) for a in arrays):
+        return True
+    functorch = torch._C._functorch
+    return functorch.maybe_current_level() is not None or torch._C._len_torch_dispatch_stack() > 0
+
+
+@cache
+def _tracing_types() -> tuple[type, ...]:
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    return (FakeTensor, FunctionalTensor)
+
+
+def scatter(
+    data: Tensor,
+    indices: Tensor,
+    updates: Tensor,
+    axis: Any,
+    reduction: Any,
+    out: Any,
+    backend: Any,
+) -> Tensor:
+    """:func:`scatterx.scatter_elements` of tensors, through the operators."""
+    ops, name = operators(), _backend_name(backend)
+    if out is None:
+        if _transformed():
+            return rules.functions().Scatter.apply(data, indices, updates, axis, reduction, name)
+        return ops.scatter(data, indices, updates, axis, reduction, name)
+    _refuse_recorded_out(data, updates)
+    ops.scatter_out(data, indices, updates, axis, reduction, name, out)
+    return out
+
+
+def gather(data: Tensor, indices: Tensor, axis: Any, out: Any, backend: Any) -> Tensor:
+    """:func:`scatterx.gather_elements` of tensors, through the operators."""
+    ops, name = operators(), _backend_name(backend)
+    if out is None:
+        if _transformed():
+            return rules.functions().Gather.apply(data, indices, axis, name)
+        return ops.gather(data, indices, axis, name)
+    _refuse_recorded_out(data, data)
+    ops.gather_out(data, indices, axis, name, out)
+    return out
+
+
+def _transformed() -> bool:
+    """Whether a ``torch.func`` transform is active (outside dynamo, which traces its own).
+
+    The autograd of ``register_autograd`` has no ``setup_context`` for ``torch.func.grad``
+    (pytorch#168393): under a transform the operators go through autograd Functions
+    (:func:`scatterx._torch_op_rules.functions`).
+    """
+    torch = sys.modules["torch"]
+    if torch.compiler.is_compiling():
+        return False
+    return torch._C._functorch.maybe_current_level() is not None
+
+
+def _backend_name(backend: Any) -> str | None:
+    """``backend=`` as the operators' string argument: names joined by commas."""
+    if backend is None or isinstance(backend, str):
+        return backend
+    if isinstance(backend, Configured):
+        return None if backend.names is None else ",".join(backend.names)
+    return ",".join(backend)
+
+
+def _choice(name: str | None) -> tuple[str, ...] | None:
+    return None if name is None else tuple(name.split(","))
+
+
+def _refuse_recorded_out(data: Tensor, updates: Tensor) -> None:
+    import torch
+
+    if torch.is_grad_enabled() and (data.requires_grad or updates.requires_grad):
+        msg = (
+            "out= cannot be used where autograd records the call (a tensor requires grad "
+            "and grad mode is on, or torch.func.grad transforms it): autograd does not see "
+            "writes into out; use the tensor the call returns, or call under torch.no_grad()"
+        )
+        raise TypeError(msg)
+
+
+def _run(function: str, *arguments: Any) -> Any:
+    """The pipeline's eager run of an operator's (detached) tensors."""
+    _inside.running = True
+    try:
+        return _served[function](*arguments)
+    finally:
+        _inside.running = False
+
+
+def operators() -> Operators:
+    """The operators as ``torch.ops`` overloads, defined on first use."""
+    _defining()  # under torch.compile, run by dynamo rather than traced
+    return rules.overloads()  # looked up here, which dynamo can trace
+
+
+# The schemas written out: this module's annotations are strings, which torch cannot read.
+_SCATTER = "(Tensor data, Tensor indices, Tensor updates, int axis, str reduction, str? backend)"
+_GATHER = "(Tensor data, Tensor indices, int axis, str? backend)"
+_SCATTER_OUT = f"{_SCATTER[:-1]}, Tensor(a!) out) -> ()"
+_GATHER_OUT = f"{_GATHER[:-1]}, Tensor(a!) out) -> ()"
+_SCATTER += " -> Tensor"
+_GATHER += " -> Tensor"
+
+
+def _define() -> None:
+    import torch
+
+    library = "scatterx"
+    if hasattr(torch.ops, library) and hasattr(torch.ops.scatterx, "scatter_elements"):
+        return  # defined already (a reloaded module)
+
+    @torch.library.custom_op(f"{library}::scatter_elements", mutates_args=(), schema=_SCATTER)
+    def scatter_elements(
+        data: Tensor,
+        indices: Tensor,
+        updates: Tensor,
+        axis: int,
+        reduction: str,
+        backend: str | None,
+    ) -> Tensor:
+        arrays = (data.detach(), indices.detach(), updates.detach())
+        result = _run("scatter", *arrays, axis, reduction, None, _choice(backend))
+        return result.contiguous()
+
+    @scatter_elements.register_fake
+    def _(data: Tensor, indices: Tensor, updates: Tensor, *rest: Any) -> Tensor:
+        return data.new_empty(data.shape)
+
+    @torch.library.custom_op(f"{library}::gather_elements", mutates_args=(), schema=_GATHER)
+    def gather_elements(data: Tensor, indices: Tensor, axis: int, backend: str | None) -> Tensor:
+        result = _run("gather", data.detach(), indices.detach(), axis, None, _choice(backend))
+        return result.contiguous()
+
+    @gather_elements.register_fake
+    def _(data: Tensor, indices: Tensor, *rest: Any) -> Tensor:
+        return data.new_empty(indices.shape)
+
+    @torch.library.custom_op(
+        f"{library}::scatter_elements_out", mutates_args=("out",), schema=_SCATTER_OUT
+    )
+    def scatter_elements_out(
+        data: Tensor,
+        indices: Tensor,
+        updates: Tensor,
+        axis: int,
+        reduction: str,
+        backend: str | None,
+        out: Tensor,
+    ) -> None:
+        arrays = (data.detach(), indices.detach(), updates.detach())
+        _run("scatter", *arrays, axis, reduction, out, _choice(backend))
+
+    @torch.library.custom_op(
+        f"{library}::gather_elements_out", mutates_args=("out",), schema=_GATHER_OUT
+    )
+    def gather_elements_out(
+        data: Tensor, indices: Tensor, axis: int, backend: str | None, out: Tensor
+    ) -> None:
+        _run("gather", data.detach(), indices.detach(), axis, out, _choice(backend))
+
+    scatter_elements.register_autograd(rules.scatter_backward, setup_context=rules.scatter_context)
+    gather_elements.register_autograd(rules.gather_backward, setup_context=rules.gather_context)
+    scatter_elements.register_vmap(rules.scatter_vmap)
+    gather_elements.register_vmap(rules.gather_vmap)
+    scatter_elements_out.register_vmap(rules.refuse_out_vmap)
+    gather_elements_out.register_vmap(rules.refuse_out_vmap)
