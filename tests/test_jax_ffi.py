@@ -212,3 +212,29 @@ def test_explain_under_jit_names_the_target() -> None:
     step(data)
     assert routes
     assert _jax_ffi.TARGET in routes[0]
+
+
+def test_a_call_of_the_target_that_no_trace_made_fails_plainly() -> None:
+    case = [jnp.asarray(a) for a in _case("float32", (4, 3), (2, 3), axis=0)]
+    lowered = _jitted_scatter(0, "add").lower(*case).as_text()  # registers the target
+    key = int(lowered.split("key = ")[1].split(" ")[0])
+    data = case[0]
+    result = jax.ShapeDtypeStruct(data.shape, data.dtype)
+    stray = jax.jit(lambda d: jax.ffi.ffi_call(_jax_ffi.TARGET, result)(d, key=np.int64(-1)))
+    with pytest.raises(Exception, match="needs the key of a traced call; got -1"):
+        stray(data).block_until_ready()
+    short = jax.jit(lambda d: jax.ffi.ffi_call(_jax_ffi.TARGET, result)(d, key=np.int64(key)))
+    with pytest.raises(Exception, match="got 2 buffers for 4"):
+        short(data).block_until_ready()
+
+
+def test_a_handler_that_does_not_compile_leaves_the_callback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken() -> None:
+        msg = "numba cannot lower this"
+        raise RuntimeError(msg)
+
+    monkeypatch.setattr(_jax_ffi, "_handler", broken)
+    reason = _jax_ffi._handler_error.__wrapped__()  # the cached answer, asked anew
+    assert reason == "the FFI target's handler does not compile: numba cannot lower this"

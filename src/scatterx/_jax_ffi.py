@@ -77,6 +77,8 @@ def _handler_error() -> str | None:
         handler = _handler()
     except ImportError as error:
         return f"the FFI target needs numba: {error}"
+    except Exception as error:  # a numba that cannot compile the handler: the callback serves
+        return f"the FFI target's handler does not compile: {error}"
     capsule = jax.ffi.pycapsule(handler.address)  # type: ignore[no-untyped-call]
     jax.ffi.register_ffi_target(TARGET, capsule, platform="cpu")
     return None
@@ -121,6 +123,9 @@ def _serve(meta: np.ndarray[Any, Any]) -> int:
             msg = f"the FFI target {TARGET!r} needs the key of a traced call; got {words[1]}"
             raise ValueError(msg)
         entry = _ENTRIES[words[1]]
+        if words[2] != len(entry.dtypes):
+            msg = f"the FFI target {TARGET!r} got {words[2]} buffers for {len(entry.dtypes)}"
+            raise ValueError(msg)
         views, at = [], 3
         for index, dtype in enumerate(entry.dtypes):
             address, rank = words[at], words[at + 1]
@@ -130,7 +135,7 @@ def _serve(meta: np.ndarray[Any, Any]) -> int:
             at += 2 + rank
         *inputs, out = views
         entry.run(out.ndim - entry.rank, tuple(inputs), out)
-    except Exception as error:  # every error goes back to XLA, and from there to the caller
+    except BaseException as error:  # nothing may unwind through XLA: it gets them all
         code = _OUT_OF_RANGE if isinstance(error, IndexError) else _INVALID_ARGUMENT
         return _error(api, f"{type(error).__name__}: {error}", code)
     return 0
