@@ -54,12 +54,13 @@ Host = Callable[..., Any]
 
 
 def traced(request: Request, calls: Any, host: Host) -> Any:
-    """The traced result of a call of traced JAX values: a differentiable host callback.
+    """The traced result of a call of traced JAX values: a differentiable call of the FFI
+    target on the CPU, of the host callback elsewhere.
 
     A backend named that cannot run the call raises now, at trace time (automatic
-    choice has the numpy backend, which runs every call); the callback runs the pipeline
-    on the host's arrays with the choice in force now (``use_backend`` and the rest),
-    whatever is in force when the traced function runs.
+    choice has the numpy backend, which runs every call); the target and the callback run
+    the pipeline on the host's arrays with the choice in force now (``use_backend`` and
+    the rest), whatever is in force when the traced function runs.
     """
     if calls.choice.names is not None:
         decide(stand_in(request), calls.choice)

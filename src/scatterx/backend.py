@@ -73,7 +73,9 @@ def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     A result goes back to its caller's library through DLPack (see the contract, section
     6); JAX takes a buffer there without a copy only when it is 64-byte aligned, and NumPy
     aligns large buffers to 16 bytes. Results under ``ALIGNED_FROM_BYTES``, and object and
-    string dtypes (which no other library takes), come from ``np.empty``.
+    string dtypes (which no other library takes), come from ``np.empty``. Inside a call
+    of the JAX FFI target the first array of the result's shape and dtype is XLA's own
+    result buffer, so the result is made there.
 
     Parameters
     ----------
