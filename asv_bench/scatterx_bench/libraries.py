@@ -4,7 +4,8 @@
 arrays and on NumPy arrays side by side (performance.md: within 1.1x, at most 5 microseconds
 more on the 3x3 call), and the library's own scatter beside them: ``torch.scatter`` /
 ``torch.scatter_reduce(include_self=True)``, and ``.at[].set/add/max`` under ``jax.jit``.
-Dask arrays (``--library dask``), lazy, have a table of their own: :mod:`.dask_bench`.
+scatterx on JAX arrays runs under ``jax.jit`` too, as JAX users run it. Dask arrays
+(``--library dask``), lazy, have a table of their own: :mod:`.dask_bench`.
 """
 
 from __future__ import annotations
@@ -107,12 +108,38 @@ def scatterx_call(backend: str, case: BenchCase, reduction: str) -> Call:
     :class:`Unavailable`, its message saying why.
     """
     library = type(case.data).__module__.partition(".")[0]
+    if library.startswith("jax"):
+        return _scatterx_jit(backend, case, reduction)
     try:
         call = make_call(backend, case, reduction)
     except TypeError as exc:  # a library scatterx does not take (yet)
         msg = f"scatterx on {library} arrays: {exc}"
         raise Unavailable(msg) from exc
-    return _ready(call) if library.startswith("jax") else call
+    return call
+
+
+def _scatterx_jit(backend: str, case: BenchCase, reduction: str) -> Call:
+    """scatterx's ``backend`` on JAX arrays under ``jax.jit``, as JAX users run it (the
+    peer's way too), compiled and warmed beforehand."""
+    import jax
+
+    def scatter(data: Any, indices: Any, updates: Any) -> Any:
+        return scatter_elements(
+            data, indices, updates, axis=case.axis, reduction=reduction, backend=backend
+        )
+
+    jitted = jax.jit(scatter)
+    data, indices, updates = case.arrays
+
+    def call() -> Any:
+        return jitted(data, indices, updates).block_until_ready()
+
+    try:
+        call()
+    except (BackendError, TypeError) as exc:
+        msg = f"scatterx under jax.jit: {exc}"
+        raise Unavailable(msg) from exc
+    return call
 
 
 def peer_call(library: str, case: BenchCase, reduction: str) -> Call:

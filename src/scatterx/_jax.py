@@ -1,8 +1,10 @@
-"""JAX traces: inside ``jax.jit``, ``jax.vmap`` or ``jax.grad`` a call runs as a host callback.
+"""JAX traces: inside ``jax.jit``, ``jax.vmap`` or ``jax.grad`` a call runs on XLA's buffers.
 
 A traced value has a shape and a dtype but no buffer, so the call is checked (contract
 sections 4 and 10) and its backend chosen at trace time, on stand-in NumPy arrays of the
-same metadata, and computed when the traced function runs, by ``jax.pure_callback`` on
+same metadata, and computed when the traced function runs: on the CPU by the XLA FFI
+target of :mod:`scatterx._jax_ffi`, which runs the pipeline on views of XLA's own
+buffers; elsewhere, and for what the target does not serve, by ``jax.pure_callback`` on
 the host: JAX hands the callback NumPy arrays and takes its NumPy result back.
 
 Under ``jax.vmap`` the callback gets every argument with the batch dimensions in front
@@ -21,10 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from . import _jax_ffi
 from ._config import Configured
 from ._grad import Rules, gather_vjp, scatter_vjp
 from ._plan import Decision, decide, explain_plan
 from ._request import GatherRequest, Request
+from ._result_buffer import results_into
 
 ROUTE = "jax trace -> numpy:ndarray by jax.pure_callback (a host callback), at run time"
 
@@ -38,9 +42,10 @@ def stand_in(request: Request) -> Request:
 
 
 def explain_traced(request: Request, backend: Any) -> Decision:
-    """The decision the host callback of a traced call will make."""
+    """The decision the FFI target or host callback of a traced call will make."""
     decision = explain_plan(stand_in(request), backend)
-    return Decision(decision.backend, decision.source, decision.call, decision.reasons, ROUTE)
+    route = ROUTE if _jax_ffi.serves(request) else _jax_ffi.ROUTE
+    return Decision(decision.backend, decision.source, decision.call, decision.reasons, route)
 
 
 #: The pipeline's run of the callback's NumPy arrays: the choice, the number of vmap's
@@ -49,18 +54,58 @@ Host = Callable[..., Any]
 
 
 def traced(request: Request, calls: Any, host: Host) -> Any:
-    """The traced result of a call of traced JAX values: a differentiable host callback.
+    """The traced result of a call of traced JAX values: a differentiable call of the FFI
+    target on the CPU, of the host callback elsewhere.
 
     A backend named that cannot run the call raises now, at trace time (automatic
-    choice has the numpy backend, which runs every call); the callback runs the pipeline
-    on the host's arrays with the choice in force now (``use_backend`` and the rest),
-    whatever is in force when the traced function runs.
+    choice has the numpy backend, which runs every call); the target and the callback run
+    the pipeline on the host's arrays with the choice in force now (``use_backend`` and
+    the rest), whatever is in force when the traced function runs.
     """
     if calls.choice.names is not None:
         decide(stand_in(request), calls.choice)
+    run = _Lowered(host, calls.choice, request)
     if isinstance(request, GatherRequest):
-        return _gather(request.axis, calls, request.shape, host)(*request.arrays)
-    return _scatter(request.axis, request.reduction, calls, host)(*request.arrays)
+        return _gather(request.axis, calls, request.shape, run)(*request.arrays)
+    return _scatter(request.axis, request.reduction, calls, run)(*request.arrays)
+
+
+class _Lowered:
+    """The computation of a traced call: the FFI target's call on the CPU where it serves
+    the call, else (and on other platforms) the host callback."""
+
+    def __init__(self, host: Host, choice: Configured, request: Request) -> None:
+        self.callback = _host(host, choice, request.data.ndim)
+        self.key: int | None = None
+        if _jax_ffi.serves(request) is None:
+            self.key = _jax_ffi.key(request, choice, _ffi_run(host, choice))
+
+    def __call__(self, result: Any, *arrays: Any) -> Any:
+        import jax
+
+        def callback(*arrays: Any) -> Any:
+            return jax.pure_callback(self.callback, result, *arrays, vmap_method="broadcast_all")
+
+        key = self.key
+        if key is None:
+            return callback(*arrays)
+        return jax.lax.platform_dependent(
+            *arrays, cpu=lambda *a: _jax_ffi.call(key, result, *a), default=callback
+        )
+
+
+def _ffi_run(host: Host, choice: Configured) -> _jax_ffi.Run:
+    """The FFI target's run: the pipeline on the views of XLA's buffers, vmap's batch in
+    front; the result made in XLA's result buffer ``out`` where the backend makes it with
+    ``empty_aligned``, else copied there."""
+
+    def run(batch: int, arrays: tuple[Any, ...], out: Any) -> None:
+        with results_into(out):
+            result = host(choice, batch, *arrays)
+        if result is not out:
+            np.copyto(out, result)
+
+    return run
 
 
 def _host(host: Host, choice: Configured, rank: int) -> Any:
@@ -75,14 +120,13 @@ def _host(host: Host, choice: Configured, rank: int) -> Any:
     return run
 
 
-def _scatter(axis: int, reduction: str, calls: Any, host: Host) -> Any:
+def _scatter(axis: int, reduction: str, calls: Any, run: _Lowered) -> Any:
     import jax
 
     @jax.custom_vjp
     def scatter(data: Any, indices: Any, updates: Any) -> Any:
-        run = _host(host, calls.choice, data.ndim)
         shape = jax.ShapeDtypeStruct(data.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return jax.pure_callback(run, shape, data, indices, updates, vmap_method="broadcast_all")
+        return run(shape, data, indices, updates)
 
     def forward(data: Any, indices: Any, updates: Any) -> Any:
         out = scatter(data, indices, updates)
@@ -104,14 +148,13 @@ def _scatter(axis: int, reduction: str, calls: Any, host: Host) -> Any:
     return scatter
 
 
-def _gather(axis: int, calls: Any, shape: tuple[int, ...], host: Host) -> Any:
+def _gather(axis: int, calls: Any, shape: tuple[int, ...], run: _Lowered) -> Any:
     import jax
 
     @jax.custom_vjp
     def gather(data: Any, indices: Any) -> Any:
-        run = _host(host, calls.choice, data.ndim)
         result = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return jax.pure_callback(run, result, data, indices, vmap_method="broadcast_all")
+        return run(result, data, indices)
 
     def forward(data: Any, indices: Any) -> Any:
         return gather(data, indices), indices  # data's shape is known: not a residual

@@ -31,6 +31,7 @@ from ._errors import BackendError, out_of_bounds_error
 from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import register_backend
 from ._request import GatherRequest, Request, ScatterRequest
+from ._result_buffer import lent
 
 __all__ = [
     "ALIGNED_FROM_BYTES",
@@ -72,7 +73,9 @@ def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     A result goes back to its caller's library through DLPack (see the contract, section
     6); JAX takes a buffer there without a copy only when it is 64-byte aligned, and NumPy
     aligns large buffers to 16 bytes. Results under ``ALIGNED_FROM_BYTES``, and object and
-    string dtypes (which no other library takes), come from ``np.empty``.
+    string dtypes (which no other library takes), come from ``np.empty``. Inside a call
+    of the JAX FFI target the first array of the result's shape and dtype is XLA's own
+    result buffer, so the result is made there.
 
     Parameters
     ----------
@@ -95,6 +98,9 @@ def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     (0, (300, 500), True)
     """
     dtype = np.dtype(dtype)
+    given = lent(tuple(shape), dtype)  # XLA's result buffer, in the FFI target's call
+    if given is not None:
+        return given
     size = math.prod(shape) * dtype.itemsize
     if size < ALIGNED_FROM_BYTES or dtype.hasobject or dtype.kind in "TUS":
         return np.empty(shape, dtype)
