@@ -134,10 +134,15 @@ def _scatterx_jit(backend: str, case: BenchCase, reduction: str) -> Call:
     def call() -> Any:
         return jitted(data, indices, updates).block_until_ready()
 
+    return _warmed(call, "scatterx under jax.jit")
+
+
+def _warmed(call: Call, what: str) -> Call:
+    """``call``, run once; :class:`Unavailable` where scatterx refuses it, saying why."""
     try:
         call()
     except (BackendError, TypeError) as exc:
-        msg = f"scatterx under jax.jit: {exc}"
+        msg = f"{what}: {exc}"
         raise Unavailable(msg) from exc
     return call
 
@@ -229,12 +234,7 @@ def _front_end(case: BenchCase, backend: str | None) -> Call:
 
     library = type(data).__module__.partition(".")[0]
     run = _ready(call) if library.startswith("jax") else call
-    try:
-        run()
-    except (BackendError, TypeError) as exc:
-        msg = f"scatterx on {library} arrays: {exc}"
-        raise Unavailable(msg) from exc
-    return run
+    return _warmed(run, f"scatterx on {library} arrays")
 
 
 def interleaved_us(

@@ -12,9 +12,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._grad import Rules, gather_vjp, scatter_vjp
+
+if TYPE_CHECKING:
+    import torch
 
 Tensor = Any
 
@@ -155,49 +158,38 @@ def functions() -> Any:
 
 
 def _define_functions() -> Any:
+    ops = overloads()
+    return SimpleNamespace(
+        Scatter=_function("Scatter", ops.scatter, scatter_context, scatter_backward, scatter_vmap),
+        Gather=_function("Gather", ops.gather, gather_context, gather_backward, gather_vmap),
+    )
+
+
+def _function(
+    name: str, op: Any, context: Any, backward: Any, vmap: Any
+) -> type[torch.autograd.Function]:
+    """The autograd Function of one operator for ``torch.func``: the op's forward, its
+    gradient and batching rules, and forward mode refused."""
     import torch
 
-    ops = overloads()
+    def forward(*inputs: Any) -> Any:
+        return op(*inputs)
 
-    class Scatter(torch.autograd.Function):
-        """``scatterx::scatter_elements`` for ``torch.func``."""
+    def transformed_backward(ctx: Any, g: Any) -> Any:
+        return backward(ctx, g, transformed=True)
 
-        @staticmethod
-        def forward(*inputs: Any) -> Any:
-            return ops.scatter(*inputs)
+    def marked_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> Any:
+        return vmap(_Marked(info), in_dims, *inputs)
 
-        setup_context = staticmethod(scatter_context)
-
-        @staticmethod
-        def backward(ctx: Any, g: Any) -> Any:
-            return scatter_backward(ctx, g, transformed=True)
-
-        @staticmethod
-        def vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> Any:
-            return scatter_vmap(_Marked(info), in_dims, *inputs)
-
-        jvp = staticmethod(_refuse_forward_mode)
-
-    class Gather(torch.autograd.Function):
-        """``scatterx::gather_elements`` for ``torch.func``."""
-
-        @staticmethod
-        def forward(*inputs: Any) -> Any:
-            return ops.gather(*inputs)
-
-        setup_context = staticmethod(gather_context)
-
-        @staticmethod
-        def backward(ctx: Any, g: Any) -> Any:
-            return gather_backward(ctx, g, transformed=True)
-
-        @staticmethod
-        def vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> Any:
-            return gather_vmap(_Marked(info), in_dims, *inputs)
-
-        jvp = staticmethod(_refuse_forward_mode)
-
-    return SimpleNamespace(Scatter=Scatter, Gather=Gather)
+    members = {
+        "__doc__": f"``{op}`` for ``torch.func``.",
+        "forward": staticmethod(forward),
+        "setup_context": staticmethod(context),
+        "backward": staticmethod(transformed_backward),
+        "vmap": staticmethod(marked_vmap),
+        "jvp": staticmethod(_refuse_forward_mode),
+    }
+    return type(name, (torch.autograd.Function,), members)
 
 
 def _refuse_forward_mode(ctx: Any, *tangents: Any) -> Any:

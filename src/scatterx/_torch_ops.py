@@ -197,6 +197,30 @@ _SCATTER += " -> Tensor"
 _GATHER += " -> Tensor"
 
 
+def _scatter(
+    data: Tensor,
+    indices: Tensor,
+    updates: Tensor,
+    axis: int,
+    reduction: str,
+    backend: str | None,
+    out: Tensor | None = None,
+) -> Tensor | None:
+    """The body of ``scatterx::scatter_elements`` (a new tensor) and of its ``_out`` form
+    (``out`` written, nothing returned): the pipeline's run on the detached tensors."""
+    arrays = (data.detach(), indices.detach(), updates.detach())
+    result = _run("scatter", *arrays, axis, reduction, out, _choice(backend))
+    return result.contiguous() if out is None else None
+
+
+def _gather(
+    data: Tensor, indices: Tensor, axis: int, backend: str | None, out: Tensor | None = None
+) -> Tensor | None:
+    """The body of ``scatterx::gather_elements`` and of its ``_out`` form."""
+    result = _run("gather", data.detach(), indices.detach(), axis, out, _choice(backend))
+    return result.contiguous() if out is None else None
+
+
 def _define() -> None:
     import torch
 
@@ -204,54 +228,28 @@ def _define() -> None:
     if hasattr(torch.ops, library) and hasattr(torch.ops.scatterx, "scatter_elements"):
         return  # defined already (a reloaded module)
 
-    @torch.library.custom_op(f"{library}::scatter_elements", mutates_args=(), schema=_SCATTER)
-    def scatter_elements(
-        data: Tensor,
-        indices: Tensor,
-        updates: Tensor,
-        axis: int,
-        reduction: str,
-        backend: str | None,
-    ) -> Tensor:
-        arrays = (data.detach(), indices.detach(), updates.detach())
-        result = _run("scatter", *arrays, axis, reduction, None, _choice(backend))
-        return result.contiguous()
+    define = torch.library.custom_op
+    scatter_elements = define(
+        f"{library}::scatter_elements", _scatter, mutates_args=(), schema=_SCATTER
+    )
+    gather_elements = define(
+        f"{library}::gather_elements", _gather, mutates_args=(), schema=_GATHER
+    )
+    out = ("out",)
+    scatter_elements_out = define(
+        f"{library}::scatter_elements_out", _scatter, mutates_args=out, schema=_SCATTER_OUT
+    )
+    gather_elements_out = define(
+        f"{library}::gather_elements_out", _gather, mutates_args=out, schema=_GATHER_OUT
+    )
 
     @scatter_elements.register_fake
     def _(data: Tensor, indices: Tensor, updates: Tensor, *rest: Any) -> Tensor:
         return data.new_empty(data.shape)
 
-    @torch.library.custom_op(f"{library}::gather_elements", mutates_args=(), schema=_GATHER)
-    def gather_elements(data: Tensor, indices: Tensor, axis: int, backend: str | None) -> Tensor:
-        result = _run("gather", data.detach(), indices.detach(), axis, None, _choice(backend))
-        return result.contiguous()
-
     @gather_elements.register_fake
     def _(data: Tensor, indices: Tensor, *rest: Any) -> Tensor:
         return data.new_empty(indices.shape)
-
-    @torch.library.custom_op(
-        f"{library}::scatter_elements_out", mutates_args=("out",), schema=_SCATTER_OUT
-    )
-    def scatter_elements_out(
-        data: Tensor,
-        indices: Tensor,
-        updates: Tensor,
-        axis: int,
-        reduction: str,
-        backend: str | None,
-        out: Tensor,
-    ) -> None:
-        arrays = (data.detach(), indices.detach(), updates.detach())
-        _run("scatter", *arrays, axis, reduction, out, _choice(backend))
-
-    @torch.library.custom_op(
-        f"{library}::gather_elements_out", mutates_args=("out",), schema=_GATHER_OUT
-    )
-    def gather_elements_out(
-        data: Tensor, indices: Tensor, axis: int, backend: str | None, out: Tensor
-    ) -> None:
-        _run("gather", data.detach(), indices.detach(), axis, out, _choice(backend))
 
     scatter_elements.register_autograd(rules.scatter_backward, setup_context=rules.scatter_context)
     gather_elements.register_autograd(rules.gather_backward, setup_context=rules.gather_context)
