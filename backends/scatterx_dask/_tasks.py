@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from scatterx._rules import check_string_values
 from scatterx.backend import block_call, block_gather, out_of_bounds_error
 
 from ._cores import run_on_numba
@@ -128,3 +129,11 @@ def gather_within(
 def gathered_nothing(indices: Array, dtype: np.dtype[Any]) -> Array:
     """A block of an empty result: the in-memory backends' empty array of data's dtype."""
     return np.empty(indices.shape, dtype)
+
+
+def strings_checked(block: Array, role: str, block_info: Any = None) -> Array:
+    """A block of an object array, checked to hold str only, any error telling the position
+    in the whole array (the in-memory call would tell it in the block)."""
+    offsets = tuple(start for start, _ in block_info[0]["array-location"])
+    check_string_values(block, role, offsets)
+    return block

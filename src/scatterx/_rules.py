@@ -194,11 +194,12 @@ STRING_KEYS = frozenset({"object", "StringDType"})
 _is_str = np.frompyfunc(lambda value: isinstance(value, str), 1, 1)
 
 
-def check_string_values(array: Any, role: str) -> None:
+def check_string_values(array: Any, role: str, offsets: tuple[int, ...] = ()) -> None:
     """Strings hold ``str`` only: object arrays nothing else, StringDType no missing value.
 
     The one check that reads values: the dtype cannot say what an object array holds, nor
-    whether a StringDType with an ``na_object`` holds that missing value.
+    whether a StringDType with an ``na_object`` holds that missing value. ``offsets``: where
+    ``array`` starts in the whole (a block of a chunked array), for the position told.
     """
     if not isinstance(array, np.ndarray) or array.size == 0:
         return
@@ -209,8 +210,9 @@ def check_string_values(array: Any, role: str) -> None:
     is_str = np.asarray(_is_str(values), dtype=bool)
     if bool(is_str.all()):
         return
-    position = tuple(int(p) for p in np.unravel_index(int(np.argmin(is_str)), array.shape))
-    value = values[position]
+    local = tuple(int(p) for p in np.unravel_index(int(np.argmin(is_str)), array.shape))
+    value = values[local]
+    position = tuple(p + o for p, o in zip(local, offsets or (0,) * len(local), strict=True))
     if array.dtype.kind == "T":
         msg = (
             f"{role} holds the missing value {value!r} of {array.dtype} at position "
