@@ -52,10 +52,22 @@ class Torch(Library):
         return bool(request.data.requires_grad or request.updates.requires_grad)
 
     def check_out(self, out: Array) -> None:
-        """Refuse an ``out`` that requires grad (autograd would not see the write), or
-        whose lazy conjugate or negative bit is set (the write would go to a resolved
-        copy)."""
-        if out.requires_grad:
+        """Refuse an ``out`` that requires grad with grad mode on (autograd would not see the
+        write; under ``torch.no_grad()`` it runs, as ``p.scatter_`` does), that is sparse,
+        an inference tensor outside ``inference_mode`` (as torch refuses its own in-place
+        ops), or whose lazy conjugate or negative bit is set (the write would go to a
+        resolved copy)."""
+        torch = _torch()
+        if out.layout is not torch.strided:
+            msg = f"out is a {out.layout} tensor: scatterx writes into strided tensors only"
+            raise TypeError(msg)
+        if out.is_inference() and not torch.is_inference_mode_enabled():
+            msg = (
+                "out is an inference tensor: torch allows no in-place update of one outside "
+                "torch.inference_mode(); call scatterx there, or pass out.clone()"
+            )
+            raise RuntimeError(msg)
+        if out.requires_grad and torch.is_grad_enabled():
             msg = (
                 "out requires grad: autograd does not see writes into out; use the tensor the "
                 "call returns, or pass out.detach() to write into its memory unrecorded"
