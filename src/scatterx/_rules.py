@@ -73,10 +73,18 @@ def check_axis_type(axis: Any) -> int:
     return operator.index(axis)
 
 
-def check_same_library(roles: dict[str, Any]) -> tuple[Any, ...]:
-    """Check that the arrays (by role) share one library and device; return the devices."""
+def check_same_library(
+    roles: dict[str, Any], given: dict[str, Any] | None = None
+) -> tuple[Any, ...]:
+    """Check that the arrays (by role) share one library and device; return the devices.
+
+    ``given``: what the caller passed, by role, where it was not an array (a list made a
+    NumPy array): the error names its type, not NumPy's."""
     if len({library_name(a) for a in roles.values()}) > 1:
-        names = ", ".join(f"{role}: {type_name(type(a))}" for role, a in roles.items())
+        passed = given or {}
+        names = ", ".join(
+            f"{role}: {type_name(type(passed.get(role, a)))}" for role, a in roles.items()
+        )
         msg = (
             f"{_listed(roles)} must come from one array library; "
             f"got {names}. scatterx never moves arrays between libraries or devices"

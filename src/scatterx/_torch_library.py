@@ -32,7 +32,10 @@ class Torch(Library):
     @staticmethod
     def early(*arrays: Array) -> Arrays | None:
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
-        a tensor that requires grad: :mod:`scatterx._torch_grad` takes those)."""
+        a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
+        dtype the contract refuses, so that the error names the tensor's dtype)."""
+        if arrays[1].dtype not in _index_dtypes():
+            return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed
                 return arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
@@ -158,6 +161,12 @@ def _torch() -> Any:
     import torch
 
     return torch
+
+
+@cache
+def _index_dtypes() -> tuple[Any, Any]:
+    torch = _torch()
+    return torch.int64, torch.int32
 
 
 @cache
