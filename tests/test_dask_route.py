@@ -84,3 +84,25 @@ def test_a_block_all_updates_aim_at_and_blocks_none_reach() -> None:
     expected = data.copy()
     expected[5] += updates.sum()
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("operation", ["scatter", "gather"])
+def test_a_bad_string_is_told_at_its_place_in_the_whole_array(operation: str) -> None:
+    """Issue 25, item 2: the position in the whole array, not in the block."""
+    words = np.array(["a", "b", "c", "d", "e"], dtype=object)
+    indices = da.from_array(np.arange(5), chunks=2)
+    if operation == "scatter":
+        updates = words.copy()
+        updates[3] = 3
+        call = scatterx.scatter_elements(
+            da.from_array(words, chunks=2), indices, da.from_array(updates, chunks=2)
+        )
+        told = (
+            r"updates is an object array and must hold str only; got 3 \(int\) at position \(3,\)"
+        )
+    else:
+        words[4] = None
+        call = scatterx.gather_elements(da.from_array(words, chunks=(3, 2)), indices)
+        told = r"got None \(NoneType\) at position \(4,\)"
+    with pytest.raises(TypeError, match=told):
+        call.compute()
