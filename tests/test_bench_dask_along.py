@@ -6,12 +6,15 @@ Times are never asserted (performance.md).
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from scatterx import scatter_elements
+from scatterx_bench.cli import main as bench_main
 from scatterx_bench.dask_along import (
     AlongConfig,
     along_arrays,
@@ -72,3 +75,22 @@ def test_a_cluster_sums_to_the_in_memory_answer_and_the_table_prints(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| case | where | tasks |")
     assert lines[2].startswith("| 6e+01/3 <- 1e+02/4 | threads |")
+
+
+def test_bench_dask_along_prints_its_table_and_records_it(
+    dask_array: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("distributed")
+    argv = ["--library", "dask", "--case", "last-axis-sparse", "--reduction", "add"]
+    argv += ["--size", str(1 / 512), "--repeat", "1", "--dask-scaling-gib", "0"]
+    argv += ["--dask-along", "60,3,100,4", "--dask-workers", "1"]
+    argv += ["--json", str(tmp_path / "run.json")]
+    assert bench_main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = [line for line in lines if line.startswith("| 6e+01/3 <- 1e+02/4 |")]
+    assert [line.split(" | ")[1] for line in table] == ["threads", "1 workers"]
+    record = json.loads((tmp_path / "run.json").read_text())
+    along = record["libraries"]["dask"]["along"]
+    assert [r["where"] for r in along] == ["threads", "1 workers"]
+    assert along[0]["sum"] == along[1]["sum"]
+    assert along[0]["case"]["size"] == 60
