@@ -146,18 +146,27 @@ def _mib(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:.0f}"
 
 
+HEADER = (
+    "| case | where | tasks | build s | compute s | numba s | peak MiB | sum |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
+
+
+def along_row(r: AlongResult, fast: float | None) -> str:
+    """One run's row of the table."""
+    peaks = ", ".join(_mib(p) for p in r.peak_bytes)
+    return (
+        f"| {r.config.label()} | {r.where} | {r.tasks} | {r.build_s:.3f} | "
+        f"{r.compute_s:.3f} | {'-' if fast is None else f'{fast:.3f}'} | {peaks} | "
+        f"{r.total:.6g} |"
+    )
+
+
 def print_along(results: list[AlongResult], numba: dict[AlongConfig, float]) -> None:
     """The table: one row per run."""
-    print("| case | where | tasks | build s | compute s | numba s | peak MiB | sum |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(HEADER)
     for r in results:
-        fast = numba.get(r.config)
-        peaks = ", ".join(_mib(p) for p in r.peak_bytes)
-        print(
-            f"| {r.config.label()} | {r.where} | {r.tasks} | {r.build_s:.3f} | "
-            f"{r.compute_s:.3f} | {'-' if fast is None else f'{fast:.3f}'} | {peaks} | "
-            f"{r.total:.6g} |"
-        )
+        print(along_row(r, numba.get(r.config)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -168,15 +177,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-limit", default="2GiB", help="per worker (default: 2GiB)")
     parser.add_argument("--numba", action="store_true", help="time the in-memory numba call")
     args = parser.parse_args(argv)
-    results, numba = [], {}
+    print(HEADER, flush=True)  # each row as soon as it is measured
     for config in map(AlongConfig.parse, args.specs):
-        if args.numba:
-            numba[config], _ = numba_s(config)
-        if not args.no_threads:
-            results.append(run_threads(config))
-        for workers in args.workers or ():
-            results.append(run_cluster(config, workers, args.memory_limit))
-    print_along(results, numba)
+        fast = numba_s(config)[0] if args.numba else None
+        places: list[int] = ([] if args.no_threads else [0]) + list(args.workers or ())
+        for workers in places:
+            found = (
+                run_cluster(config, workers, args.memory_limit) if workers else run_threads(config)
+            )
+            print(along_row(found, fast), flush=True)
 
 
 if __name__ == "__main__":
