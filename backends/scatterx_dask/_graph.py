@@ -175,7 +175,7 @@ def _routed(
     for row in range(origins):
         key = (f"{name}-split", *at(row))
         parts = ((indices.name, *at(row)), (updates.name, *at(row)))
-        graph[key] = (_route.split, *parts, guard, axis, spans, shape)
+        graph[key] = (_route.split, *parts, axis, spans, shape)
         lanes[row] = key
     count, base = _route.stages(origins, targets, ROUTE_FAN_IN)
     for stage in range(count):
@@ -187,20 +187,16 @@ def _routed(
             digit = lane // placed % base
             sources = [lane + (t - digit) * placed for t in range(base)]
             inputs = [lanes[j] for j in sources if j in lanes]
-            key = (f"{name}-route-{stage}", *at(lane))
-            graph[key] = (_route.merge, digit, placed, base, *inputs)
+            merged = (digit, placed, base, *inputs)
+            if stage < count - 1:
+                key = (f"{name}-route-{stage}", *at(lane))
+                graph[key] = (_route.merge, *merged)
+            else:  # lane ``k`` of the last stage: block ``k`` of data, its updates applied
+                key = (name, *at(lane))
+                block = (request.data.name, *at(lane))
+                graph[key] = (_route.applied, block, guard, lane, axis, request.reduction, *merged)
             now[lane] = key
         lanes = now
-    for target in range(targets):
-        block = (request.data.name, *at(target))
-        graph[(name, *at(target))] = (
-            _route.apply,
-            block,
-            lanes[target],
-            target,
-            axis,
-            request.reduction,
-        )
 
 
 def gather_tasks(request: GatherRequest, name: str, indices: Any, clone: Any) -> dict[Any, Any]:

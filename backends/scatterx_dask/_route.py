@@ -53,7 +53,6 @@ def exists(lane: int, placed: int, origins: int, destinations: int) -> bool:
 def split(
     indices: Array,
     updates: Array,
-    checked: None,
     axis: int,
     spans: tuple[Array, int],
     block_shape: tuple[int, ...],
@@ -63,14 +62,16 @@ def split(
     ``spans``: the starts of data's blocks along the axis (an array, which dask does not
     walk through as it does a tuple), and its size; ``block_shape``
     the shape of the data blocks of this column, the axis left as 1 (each block has its
-    own length there). ``checked`` is the bounds guard's value (None): it orders this task
-    after it, so every index is in bounds.
+    own length there). It does not wait for the bounds guard (only the applies do, so that
+    dask's ordering of the graph does not tie every task to every block of indices): an
+    index out of bounds is sent to the nearest block, never applied, and raises nothing
+    here, so that the guard's error is the one raised.
     """
     starts, size = spans
     target = np.asarray(indices).astype(np.int64).reshape(-1)
     target[target < 0] += size
     bounds = starts
-    dest = np.searchsorted(bounds, target, side="right") - 1
+    dest = np.clip(np.searchsorted(bounds, target, side="right") - 1, 0, bounds.size - 1)
     lengths = np.diff(np.append(bounds, size))
     coords = np.unravel_index(np.arange(target.size), indices.shape)
     before = np.ravel_multi_index(coords[:axis], block_shape[:axis]) if axis else 0
@@ -114,9 +115,22 @@ def _join(pieces: list[Piece]) -> Piece:
     )
 
 
-def apply(block: Array, lane: Lane, dest: int, axis: int, reduction: str) -> Any:
-    """Block ``dest`` of data with the updates aimed at it, in order: one flat call."""
-    piece = lane.get(dest)
+def applied(
+    block: Array,
+    checked: None,
+    dest: int,
+    axis: int,
+    reduction: str,
+    digit: int,
+    placed: int,
+    base: int,
+    *lanes: Lane,
+) -> Any:
+    """The last stage of lane ``dest`` (the pieces of ``lanes`` aimed at block ``dest``
+    joined, as :func:`merge` joins them), and block ``dest`` of data with them applied, in
+    order: one flat call. ``checked`` is the bounds guard's value (None): it orders this
+    task after it, so every position is in the block."""
+    piece = merge(digit, placed, base, *lanes).get(dest)
     if piece is None:
         return copied(block, axis, reduction)
     positions, values = piece
