@@ -6,7 +6,8 @@ of its columns into data's block, in ascending axis order (the order of the cont
 task one in-memory call. With data in ``K`` blocks along the axis, each block of updates is
 split once by destination and the pieces routed to their blocks through a butterfly of
 fan-in at most :data:`ROUTE_FAN_IN` (dask's task-based shuffle; see
-:mod:`scatterx_dask._route`), joined in axis order; one flat call per block applies them.
+:mod:`scatterx_dask._route`), joined in axis order; the last stage's task of each block
+applies them with one flat call.
 
 Gather. Each block of the result (a block of indices, lined up with data's columns) reads
 the blocks of data of its columns: one in-memory call where data is whole along the axis,
@@ -26,8 +27,8 @@ C order; a block of a scatter that no update reaches reads no index and raises n
 Tasks: one per block of indices for the guard (and its tree, a few percent more). A scatter
 with data whole along the axis: one per block of indices (and updates). With ``R`` blocks
 of updates along the axis and ``K`` of data, per column: ``R`` splits, about
-``max(R, K)`` per stage of the butterfly over ``ceil(log_F max(R, K))`` stages, and ``K``
-calls: ``O((R + K) log(R + K))``. A gather with data in ``K`` chunks along the axis reads
+``max(R, K)`` per stage of the butterfly over ``ceil(log_F max(R, K))`` stages (``K`` in
+the last, which applies): ``O((R + K) log(R + K))``. A gather with data in ``K`` chunks along the axis reads
 every block of data along the axis for each block of indices: ``K`` tasks per block.
 """
 
