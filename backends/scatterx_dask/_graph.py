@@ -28,8 +28,9 @@ Tasks: one per block of indices for the guard (and its tree, a few percent more)
 with data whole along the axis: one per block of indices (and updates). With ``R`` blocks
 of updates along the axis and ``K`` of data, per column: ``R`` splits, about
 ``max(R, K)`` per stage of the butterfly over ``ceil(log_F max(R, K))`` stages (``K`` in
-the last, which applies): ``O((R + K) log(R + K))``. A gather with data in ``K`` chunks along the axis reads
-every block of data along the axis for each block of indices: ``K`` tasks per block.
+the last, which applies): ``O((R + K) log(R + K))``. A gather with data in ``K`` chunks
+along the axis reads every block of data along the axis for each block of indices: ``K``
+tasks per block.
 """
 
 from __future__ import annotations
