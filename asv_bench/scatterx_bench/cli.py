@@ -48,6 +48,7 @@ from .cases import (
     make_case,
     median_ms,
 )
+from .dask_along import AlongConfig
 from .dask_bench import DaskRun, print_dask
 from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .grad_bench import grad_cases, print_grad, time_case
@@ -132,6 +133,14 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
         metavar="N",
         help="repeatable: a LocalCluster of N one-thread worker processes for the scaling "
         "case (default: 1 and 2)",
+    )
+    dask.add_argument(
+        "--dask-along",
+        action="append",
+        metavar="N,M,U,R",
+        help="repeatable: the along-axis case (scatterx_bench.dask_along): N float32 elements "
+        "in M chunks along the axis, U updates (add) in R chunks, on the threaded scheduler "
+        "and on a LocalCluster of each --dask-workers size (default: 2), and the numba call",
     )
     parser.add_argument(
         "--small-calls",
@@ -301,7 +310,10 @@ def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], li
             contestants.skip(f"library {library}", str(why))
             continue
         if library == "dask":
-            runs.append(DaskRun(args.dask_chunk_size, _scaling_config(args)))
+            dask_run = DaskRun(args.dask_chunk_size, _scaling_config(args))
+            dask_run.along_configs = [AlongConfig.parse(spec) for spec in args.dask_along or ()]
+            dask_run.along_workers = tuple(dict.fromkeys(args.dask_workers or (2,)))
+            runs.append(dask_run)
         elif library != "numpy":
             runs.append(LibraryRun(library, backend_names))
     standard = "numpy" in libraries
@@ -317,6 +329,7 @@ def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], li
         for run in runs
         if isinstance(run, DaskRun) and run.scaling_config is not None
     )
+    scaling += sum(len(run.along_configs) for run in runs if isinstance(run, DaskRun))
     rows_each = len(reductions) * (standard * len(modes) + len(runs))
     progress = _Progress(len(cases) * rows_each + small + scaling)
     for name in cases:
@@ -341,6 +354,7 @@ def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], li
     for run in runs:
         if isinstance(run, DaskRun):
             run.time_scaling(progress)
+            run.time_along(progress)
     return rows, columns, runs
 
 

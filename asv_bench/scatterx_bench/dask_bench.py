@@ -25,6 +25,7 @@ from typing import Any
 from scatterx import BackendError, scatter_elements
 
 from .base import BenchCase, Call, Unavailable
+from .dask_along import AlongConfig, AlongResult, numba_s, print_along, run_cluster, run_threads
 from .dask_arrays import to_dask
 from .dask_scaling import CHUNK_SIZE, ScalingConfig, ScalingResult, _module, run_scaling
 from .libraries import paired_ms, scatterx_call
@@ -114,6 +115,10 @@ class DaskRun:
     rows: list[Row] = field(default_factory=list)
     layouts: dict[str, CaseLayout] = field(default_factory=dict)
     scaling: list[ScalingResult] = field(default_factory=list)
+    along_configs: list[AlongConfig] = field(default_factory=list)
+    along_workers: tuple[int, ...] = (2,)
+    along: list[AlongResult] = field(default_factory=list)
+    along_numba: dict[AlongConfig, float] = field(default_factory=dict)
 
     @property
     def columns(self) -> list[str]:
@@ -152,6 +157,15 @@ class DaskRun:
             progress(f"scaling case on {workers} worker(s)")
             self.scaling.append(run_scaling(config, workers))
 
+    def time_along(self, progress: Callable[[str], None]) -> None:
+        """Run the along-axis cases: numba in memory, threads, each cluster."""
+        for config in self.along_configs:
+            progress(f"along-axis case {config.label()}")
+            self.along_numba[config] = numba_s(config)[0]
+            self.along.append(run_threads(config))
+            for workers in self.along_workers:
+                self.along.append(run_cluster(config, workers, "2GiB"))
+
     def record(self) -> dict[str, Any]:
         """The run, for the JSON record."""
         config = self.scaling_config
@@ -167,6 +181,19 @@ class DaskRun:
             "rows": [
                 {"case": case, "reduction": reduction, "times": dict(times)}
                 for case, reduction, times in self.rows
+            ],
+            "along": [
+                {
+                    "case": vars(r.config),
+                    "where": r.where,
+                    "tasks": r.tasks,
+                    "build_s": r.build_s,
+                    "compute_s": r.compute_s,
+                    "numba_s": self.along_numba.get(r.config),
+                    "peak_bytes": r.peak_bytes,
+                    "sum": r.total,
+                }
+                for r in self.along
             ],
             "scaling": None
             if config is None
@@ -231,6 +258,10 @@ def print_dask(run: DaskRun) -> None:
         if run.rows:
             print()
         _print_scaling(run)
+    if run.along:
+        if run.rows or run.scaling:
+            print()
+        print_along(run.along, run.along_numba)
 
 
 def _print_rows(run: DaskRun) -> None:

@@ -1,10 +1,13 @@
 """The task graphs of a lazy scatter and gather: a bounds guard, then one fold per block.
 
-Scatter. For each block of the result: if no update reaches its columns, it is a copy of
-data's block; else a chain of tasks folds the blocks of updates of its columns into data's
-block, in ascending axis order (the order of the contract), each task one in-memory call.
-Chains share no output element, so they run in parallel; each holds one block of the
-result, one of indices and one of updates at a time.
+Scatter. A block of the result that no update reaches is a copy of data's block. With data
+whole along the axis, every other block is a chain of tasks folding the blocks of updates
+of its columns into data's block, in ascending axis order (the order of the contract), each
+task one in-memory call. With data in ``K`` blocks along the axis, each block of updates is
+split once by destination and the pieces routed to their blocks through a butterfly of
+fan-in at most :data:`ROUTE_FAN_IN` (dask's task-based shuffle; see
+:mod:`scatterx_dask._route`), joined in axis order; the last stage's task of each block
+applies them with one flat call.
 
 Gather. Each block of the result (a block of indices, lined up with data's columns) reads
 the blocks of data of its columns: one in-memory call where data is whole along the axis,
@@ -21,12 +24,13 @@ reads indices waits for the guard, so any computation of such blocks (the whole 
 a part) reads every index once more, and raises for the first bad index of the whole, in
 C order; a block of a scatter that no update reaches reads no index and raises nothing.
 
-Tasks: one per block of indices for the guard (and its tree, a few percent more); when
-data is not chunked along the axis, one per block of indices (and updates) for the chains,
-so the graph grows as the number of blocks. When data has ``K`` chunks along the axis,
-every block of indices is read by ``K`` tasks, each copying its block of the result once
-more: for a scatter, one per block of data in its columns; for a gather, one per block of
-data along the axis that its block of the result reads.
+Tasks: one per block of indices for the guard (and its tree, a few percent more). A scatter
+with data whole along the axis: one per block of indices (and updates). With ``R`` blocks
+of updates along the axis and ``K`` of data, per column: ``R`` splits, about
+``max(R, K)`` per stage of the butterfly over ``ceil(log_F max(R, K))`` stages (``K`` in
+the last, which applies): ``O((R + K) log(R + K))``. A gather with data in ``K`` chunks
+along the axis reads every block of data along the axis for each block of indices: ``K``
+tasks per block.
 """
 
 from __future__ import annotations
@@ -35,13 +39,18 @@ import itertools
 import math
 from typing import Any
 
+import numpy as np
+
 from scatterx.backend import GatherRequest, ScatterRequest
 
-from . import _tasks
+from . import _route, _tasks
 from ._plan import Plan
 
 #: How many blocks' first bad indices one task of the guard's tree takes.
 FAN_IN = 32
+
+#: The most lanes one task of the routing butterfly reads (dask's shuffle's max branch).
+ROUTE_FAN_IN = 32
 
 
 def _starts(sizes: tuple[int, ...]) -> list[int]:
@@ -101,24 +110,95 @@ def tasks(
     guard = None if clone is None else _guard(graph, name, clone, axis, size)
     indices, updates = arrays
     columns = lined_up.columns
-    spans = _spans(data.chunks[axis], size)
-    whole_axis = len(spans) == 1
     for block in itertools.product(*(range(n) for n in data.numblocks)):
-        out = (name, *block)
         if any(block[d] >= columns[d] for d in range(data.ndim) if d != axis):
-            graph[out] = (_tasks.copied, (data.name, *block), axis, request.reduction)
-            continue
-        state: Any = (data.name, *block)
-        rows = indices.numblocks[axis]
-        for row in range(rows):
-            part = (*block[:axis], row, *block[axis + 1 :])
-            key = out if row == rows - 1 else (f"{name}-fold-{row}", *block)
-            checked = guard if row == 0 else None
-            args = ((indices.name, *part), (updates.name, *part), checked, axis, request.reduction)
-            within = () if whole_axis else (spans[block[axis]], row == 0)
-            graph[key] = (_tasks.step, state, *args, *within)
-            state = key
+            graph[(name, *block)] = (_tasks.copied, (data.name, *block), axis, request.reduction)
+    for column in itertools.product(
+        *(range(n) if d != axis else [0] for d, n in enumerate(columns))
+    ):
+        if data.numblocks[axis] == 1:
+            _fold(
+                graph,
+                request,
+                name,
+                (indices.name, updates.name, indices.numblocks[axis]),
+                column,
+                guard,
+            )
+        else:
+            _routed(graph, request, name, (indices, updates), column, guard)
     return graph
+
+
+def _fold(
+    graph: dict[Any, Any],
+    request: ScatterRequest,
+    name: str,
+    arrays: tuple[str, str, int],
+    column: tuple[int, ...],
+    guard: str | None,
+) -> None:
+    """The chain of one column, data whole along the axis: one task per block of updates,
+    in ascending axis order."""
+    axis = request.axis
+    indices, updates, rows = arrays
+    state: Any = (request.data.name, *column)
+    for row in range(rows):
+        part = (*column[:axis], row, *column[axis + 1 :])
+        key = (name, *column) if row == rows - 1 else (f"{name}-fold-{row}", *column)
+        checked = guard if row == 0 else None
+        args = ((indices, *part), (updates, *part), checked, axis, request.reduction)
+        graph[key] = (_tasks.step, state, *args)
+        state = key
+
+
+def _routed(
+    graph: dict[Any, Any],
+    request: ScatterRequest,
+    name: str,
+    arrays: tuple[Any, Any],
+    column: tuple[int, ...],
+    guard: str | None,
+) -> None:
+    """One column, data in ``K`` blocks along the axis: each block of updates split by
+    destination, the pieces routed through a butterfly of fan-in at most
+    :data:`ROUTE_FAN_IN` (see :mod:`scatterx_dask._route`), one flat call per block."""
+    data, axis = request.data, request.axis
+    indices, updates = arrays
+    origins, targets = indices.numblocks[axis], data.numblocks[axis]
+    spans = (np.asarray(_starts(data.chunks[axis]), dtype=np.int64), request.axis_size)
+    shape = tuple(1 if d == axis else data.chunks[d][i] for d, i in enumerate(column))
+    here = column[:axis], column[axis + 1 :]
+
+    def at(row: int) -> tuple[int, ...]:
+        return (*here[0], row, *here[1])
+
+    lanes = {}
+    for row in range(origins):
+        key = (f"{name}-split", *at(row))
+        parts = ((indices.name, *at(row)), (updates.name, *at(row)))
+        graph[key] = (_route.split, *parts, axis, spans, shape)
+        lanes[row] = key
+    count, base = _route.stages(origins, targets, ROUTE_FAN_IN)
+    for stage in range(count):
+        placed, wider = base**stage, base ** (stage + 1)
+        now = {}
+        for lane in range(base**count):
+            if not _route.exists(lane, wider, origins, targets):
+                continue
+            digit = lane // placed % base
+            sources = [lane + (t - digit) * placed for t in range(base)]
+            inputs = [lanes[j] for j in sources if j in lanes]
+            merged = (digit, placed, base, *inputs)
+            if stage < count - 1:
+                key = (f"{name}-route-{stage}", *at(lane))
+                graph[key] = (_route.merge, *merged)
+            else:  # lane ``k`` of the last stage: block ``k`` of data, its updates applied
+                key = (name, *at(lane))
+                block = (request.data.name, *at(lane))
+                graph[key] = (_route.applied, block, guard, lane, axis, request.reduction, *merged)
+            now[lane] = key
+        lanes = now
 
 
 def gather_tasks(request: GatherRequest, name: str, indices: Any, clone: Any) -> dict[Any, Any]:

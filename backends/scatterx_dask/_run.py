@@ -40,6 +40,13 @@ def _guarded(data: Any, indices: Any, rechunked: Any, axis: int, token: str) -> 
     return [_clone(indices, f"checked-{token}")] if needed else []
 
 
+def _strings_checked(array: Any, role: str) -> Any:
+    """An object array with each block checked for str only at its place in the whole."""
+    if array.dtype.kind != "O":
+        return array
+    return array.map_blocks(_tasks.strings_checked, role, dtype=array.dtype, meta=array._meta)
+
+
 def scatter_elements(request: ScatterRequest) -> Any:
     """The lazy result of ``request`` (of Dask arrays): nothing is computed here."""
     da: Any = importlib.import_module("dask.array")
@@ -48,6 +55,8 @@ def scatter_elements(request: ScatterRequest) -> Any:
 
     # Unknown chunk sizes (NaN) were refused with the shapes, by the front-end's checks.
     data, indices, updates = request.data, request.indices, request.updates
+    data, updates = _strings_checked(data, "data"), _strings_checked(updates, "updates")
+    request = request._replace(data=data, updates=updates)
     if request.n_updates == 0:
         return data.map_blocks(_tasks.copied, request.axis, request.reduction, dtype=data.dtype)
     lined_up = plan(data.chunks, indices.chunks, updates.chunks, request.axis)
@@ -75,6 +84,8 @@ def gather_elements(request: GatherRequest) -> Any:
     from dask.highlevelgraph import HighLevelGraph
 
     data, indices, axis = request.data, request.indices, request.axis
+    data = _strings_checked(data, "data")
+    request = request._replace(data=data)
     if request.n_indices == 0:
         return indices.map_blocks(_tasks.gathered_nothing, data.dtype, meta=data._meta)
     lined_up = plan(data.chunks, indices.chunks, indices.chunks, axis)

@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from scatterx._rules import check_string_values
 from scatterx.backend import block_call, block_gather, out_of_bounds_error
 
 from ._cores import run_on_numba
@@ -61,42 +62,13 @@ def scatter_block(state: Array, indices: Array, updates: Array, axis: int, reduc
 
 
 def step(
-    state: Array,
-    indices: Array,
-    updates: Array,
-    checked: None,
-    axis: int,
-    reduction: str,
-    span: tuple[int, int, int] | None = None,
-    first: bool = False,
+    state: Array, indices: Array, updates: Array, checked: None, axis: int, reduction: str
 ) -> Any:
-    """Fold one block of updates into a block of the result: one that spans the whole axis
-    (``span`` None), or ``[low, high)`` of an axis of ``size`` (``span``), updates aimed
-    elsewhere left out. ``checked`` is the bounds guard's value (None): it only orders this
-    task after it. ``first``: ``state`` is data's block, not yet copied.
+    """Fold one block of updates into a block of the result that spans the whole axis.
 
-    Updates aimed outside the span are aimed at one extra slot after the block instead (a
-    copy of its first slice, so valid for every dtype), dropped after the call: the
-    in-memory call keeps its order and its bits, and needs no mask.
+    ``checked`` is the bounds guard's value (None): it only orders this task after it.
     """
-    if span is None:
-        return scatter_block(state, indices, updates, axis, reduction)
-    low, high, size = span
-    target = indices.astype(np.int64)
-    target[target < 0] += size
-    inside = (target >= low) & (target < high)
-    if not inside.any():  # data's own block, first: copied as every backend copies it
-        return copied(state, axis, reduction) if first else state
-    target -= low
-    if inside.all():
-        return scatter_block(state, target, updates, axis, reduction)
-    spare = np.take(state, [0], axis=axis)
-    widened = np.concatenate([state, spare], axis=axis, dtype=state.dtype)  # keeps byte order
-    target[~inside] = high - low
-    result = scatter_block(widened, target, updates, axis, reduction)
-    kept = [slice(None)] * result.ndim
-    kept[axis] = slice(0, high - low)
-    return result[tuple(kept)]
+    return scatter_block(state, indices, updates, axis, reduction)
 
 
 def copied(block: Array, axis: int, reduction: str) -> Any:
@@ -157,3 +129,11 @@ def gather_within(
 def gathered_nothing(indices: Array, dtype: np.dtype[Any]) -> Array:
     """A block of an empty result: the in-memory backends' empty array of data's dtype."""
     return np.empty(indices.shape, dtype)
+
+
+def strings_checked(block: Array, role: str, block_info: Any = None) -> Array:
+    """A block of an object array, checked to hold str only, any error telling the position
+    in the whole array (the in-memory call would tell it in the block)."""
+    offsets = tuple(start for start, _ in block_info[0]["array-location"])
+    check_string_values(block, role, offsets)
+    return block

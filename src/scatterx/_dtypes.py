@@ -136,12 +136,11 @@ def _named_dtype(name: str) -> np.dtype[Any] | None:
 
 
 def check_index_dtype(index_dtype: Any) -> None:
+    torch = type(index_dtype).__module__ == "torch"  # a torch.dtype: tensors have .to()
     index_dtype = numpy_dtype(index_dtype, "indices")
     if native(index_dtype) not in _INDEX_DTYPES:
-        msg = (
-            f"indices must be int32 or int64; got {index_dtype}. "
-            "Convert them with indices.astype(np.int64)"
-        )
+        convert = "indices.to(torch.int64)" if torch else "indices.astype(np.int64)"
+        msg = f"indices must be int32 or int64; got {index_dtype}. Convert them with {convert}"
         raise TypeError(msg)
 
 

@@ -36,8 +36,9 @@ def out_of_bounds_error(value: int, position: tuple[int, ...], axis: int, size: 
     index 5 at position (0, 1) of indices is out of bounds for axis 1 with size 3:
     valid indices are in [-3, 2]
     """
+    valid = f"valid indices are in [{-size}, {size - 1}]" if size else "no index is valid"
     msg = (
         f"index {value} at position {position} of indices is out of bounds "
-        f"for axis {axis} with size {size}: valid indices are in [{-size}, {size - 1}]"
+        f"for axis {axis} with size {size}: {valid}"
     )
     return IndexError(msg)

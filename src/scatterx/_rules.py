@@ -73,10 +73,18 @@ def check_axis_type(axis: Any) -> int:
     return operator.index(axis)
 
 
-def check_same_library(roles: dict[str, Any]) -> tuple[Any, ...]:
-    """Check that the arrays (by role) share one library and device; return the devices."""
+def check_same_library(
+    roles: dict[str, Any], given: dict[str, Any] | None = None
+) -> tuple[Any, ...]:
+    """Check that the arrays (by role) share one library and device; return the devices.
+
+    ``given``: what the caller passed, by role, where it was not an array (a list made a
+    NumPy array): the error names its type, not NumPy's."""
     if len({library_name(a) for a in roles.values()}) > 1:
-        names = ", ".join(f"{role}: {type_name(type(a))}" for role, a in roles.items())
+        passed = given or {}
+        names = ", ".join(
+            f"{role}: {type_name(type(passed.get(role, a)))}" for role, a in roles.items()
+        )
         msg = (
             f"{_listed(roles)} must come from one array library; "
             f"got {names}. scatterx never moves arrays between libraries or devices"
@@ -194,11 +202,12 @@ STRING_KEYS = frozenset({"object", "StringDType"})
 _is_str = np.frompyfunc(lambda value: isinstance(value, str), 1, 1)
 
 
-def check_string_values(array: Any, role: str) -> None:
+def check_string_values(array: Any, role: str, offsets: tuple[int, ...] = ()) -> None:
     """Strings hold ``str`` only: object arrays nothing else, StringDType no missing value.
 
     The one check that reads values: the dtype cannot say what an object array holds, nor
-    whether a StringDType with an ``na_object`` holds that missing value.
+    whether a StringDType with an ``na_object`` holds that missing value. ``offsets``: where
+    ``array`` starts in the whole (a block of a chunked array), for the position told.
     """
     if not isinstance(array, np.ndarray) or array.size == 0:
         return
@@ -209,8 +218,9 @@ def check_string_values(array: Any, role: str) -> None:
     is_str = np.asarray(_is_str(values), dtype=bool)
     if bool(is_str.all()):
         return
-    position = tuple(int(p) for p in np.unravel_index(int(np.argmin(is_str)), array.shape))
-    value = values[position]
+    local = tuple(int(p) for p in np.unravel_index(int(np.argmin(is_str)), array.shape))
+    value = values[local]
+    position = tuple(p + o for p, o in zip(local, offsets or (0,) * len(local), strict=True))
     if array.dtype.kind == "T":
         msg = (
             f"{role} holds the missing value {value!r} of {array.dtype} at position "

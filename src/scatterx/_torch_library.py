@@ -33,7 +33,10 @@ class Torch(Library):
     @staticmethod
     def early(*arrays: Array) -> Arrays | None:
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
-        a tensor that requires grad: :mod:`scatterx._torch_grad` takes those)."""
+        a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
+        dtype the contract refuses, so that the error names the tensor's dtype)."""
+        if arrays[1].dtype not in _index_dtypes():
+            return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed
                 return arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
@@ -56,10 +59,22 @@ class Torch(Library):
         return _torch_ops.traced(arrays)
 
     def check_out(self, out: Array) -> None:
-        """Refuse an ``out`` that requires grad (autograd would not see the write), or
-        whose lazy conjugate or negative bit is set (the write would go to a resolved
-        copy)."""
-        if out.requires_grad:
+        """Refuse an ``out`` that requires grad with grad mode on (autograd would not see the
+        write; under ``torch.no_grad()`` it runs, as ``p.scatter_`` does), that is sparse,
+        an inference tensor outside ``inference_mode`` (as torch refuses its own in-place
+        ops), or whose lazy conjugate or negative bit is set (the write would go to a
+        resolved copy)."""
+        torch = _torch()
+        if out.layout is not torch.strided:
+            msg = f"out is a {out.layout} tensor: scatterx writes into strided tensors only"
+            raise TypeError(msg)
+        if out.is_inference() and not torch.is_inference_mode_enabled():
+            msg = (
+                "out is an inference tensor: torch allows no in-place update of one outside "
+                "torch.inference_mode(); call scatterx there, or pass out.clone()"
+            )
+            raise RuntimeError(msg)
+        if out.requires_grad and torch.is_grad_enabled():
             msg = (
                 "out requires grad: autograd does not see writes into out; use the tensor the "
                 "call returns, or pass out.detach() to write into its memory unrecorded"
@@ -150,6 +165,12 @@ def _torch() -> Any:
     import torch
 
     return torch
+
+
+@cache
+def _index_dtypes() -> tuple[Any, Any]:
+    torch = _torch()
+    return torch.int64, torch.int32
 
 
 @cache

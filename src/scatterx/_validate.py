@@ -270,7 +270,8 @@ def prepared(arrays: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any, tuple[Any, 
         roles["updates"] = as_array(rest[0], "updates")
         if empty_sequence(rest[0]) and hasattr(data, "dtype"):
             roles["updates"] = np.asarray(rest[0], dtype=data.dtype)
-    device = check_same_library(roles)[0]
+    given = dict(zip(("data", "indices", "updates"), arrays, strict=False))
+    device = check_same_library(roles, given)[0]
     shapes = tuple(known_shape(array, role) for role, array in roles.items())
     return tuple(roles.values()), device, shapes
 

@@ -80,7 +80,8 @@ def _check_device(out: Any, data: Any) -> None:
 def settled(request: Request) -> Request:
     """``request`` with ``out`` checked against the inputs' memory, just before a backend runs.
 
-    Raises ValueError for a read-only ``out``, and for one that overlaps ``indices`` or
+    Raises ValueError for a read-only ``out``, for one whose elements share memory (a
+    stride of 0, as torch refuses for its own ``scatter_``), for one that overlaps ``indices`` or
     ``updates``, or ``data`` without being exactly ``data``. An ``out`` that is exactly
     ``data`` (the same memory, shape and strides) comes back as ``data`` itself. Arrays of
     types other than NumPy's and CuPy's are left to their backend.
@@ -91,6 +92,13 @@ def settled(request: Request) -> Request:
         return request
     if isinstance(out, np.ndarray) and not out.flags.writeable:
         msg = "out is read-only: scatterx writes the result into it"
+        raise ValueError(msg)
+    if any(step == 0 and size > 1 for size, step in zip(out.shape, out.strides, strict=True)):
+        msg = (
+            "out has a stride of 0 (torch's expand, NumPy's broadcast_to): more than one "
+            "element of out refers to a single memory location, and the result would depend "
+            "on the order of the writes; pass an array of its own (a copy)"
+        )
         raise ValueError(msg)
     data = request.data
     if isinstance(request, GatherRequest):

@@ -1,0 +1,201 @@
+"""The along-axis case of the Dask bench (issue 25): 1-D data chunked along the scatter axis,
+indices and updates in chunks of their own, so that every block of updates may aim at every
+block of data: the graph's size, its build time and the compute, on the threaded scheduler
+and on a ``distributed.LocalCluster``.
+
+Run ``python -m scatterx_bench.dask_along --help`` (from ``asv_bench/``), or
+``python asv_bench/bench.py --library dask --dask-along N,M,U,R``. The arrays are made
+block by block from seeds (on the workers, on a cluster), the result is reduced to its
+float64 sum where it is made: nothing large travels, and the in-memory numba call on the
+same arrays held as NumPy arrays is timed beside it (``--numba``) where they fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from scatterx import scatter_elements
+
+from .dask_scaling import _module, _peak_rss
+
+
+@dataclass(frozen=True)
+class AlongConfig:
+    """``size`` float32 elements of data in ``data_chunks`` chunks; ``updates`` updates (add)
+    in ``update_chunks`` chunks, their indices uniform over the axis."""
+
+    size: int
+    data_chunks: int
+    updates: int
+    update_chunks: int
+    seed: int = 25
+
+    @classmethod
+    def parse(cls, spec: str) -> AlongConfig:
+        """``"N,M,U,R"``: data size, its chunks, the updates, their chunks."""
+        size, data_chunks, updates, update_chunks = (int(float(p)) for p in spec.split(","))
+        return cls(size, data_chunks, updates, update_chunks)
+
+    def label(self) -> str:
+        return f"{self.size:.0e}/{self.data_chunks} <- {self.updates:.0e}/{self.update_chunks}"
+
+
+def _chunks(total: int, count: int) -> tuple[int, ...]:
+    base, extra = divmod(total, count)
+    return tuple(base + (i < extra) for i in range(count))
+
+
+def _block(seed: int, role: int, high: int, block_info: Any = None) -> Any:
+    info = block_info[None]
+    rng = np.random.default_rng([seed, role, *info["chunk-location"]])
+    if role == 0:
+        return np.zeros(info["chunk-shape"], np.float32)
+    if high:
+        return rng.integers(0, high, info["chunk-shape"], dtype=np.int64)
+    return rng.random(info["chunk-shape"], dtype=np.float32)
+
+
+def along_arrays(config: AlongConfig) -> tuple[Any, Any, Any]:
+    """Data, indices and updates of ``config``, as Dask arrays made block by block."""
+    da = _module("dask.array")
+    data_chunks = (_chunks(config.size, config.data_chunks),)
+    chunks = (_chunks(config.updates, config.update_chunks),)
+    make = da.map_blocks
+    data = make(_block, config.seed, 0, 0, chunks=data_chunks, dtype=np.float32)
+    indices = make(_block, config.seed, 1, config.size, chunks=chunks, dtype=np.int64)
+    updates = make(_block, config.seed, 2, 0, chunks=chunks, dtype=np.float32)
+    return data, indices, updates
+
+
+@dataclass
+class AlongResult:
+    """One run of the case: where, the graph, the times, the memory, the answer."""
+
+    config: AlongConfig
+    where: str  # "threads" or "N workers"
+    tasks: int  # of the scatter's result, its inputs included
+    build_s: float  # the call: planning and building the graph
+    compute_s: float  # the sum of the result, computed (graph optimisation included)
+    peak_bytes: list[int | None]  # per worker process (VmHWM); threads: this process
+    total: float  # the float64 sum of the result
+
+
+def _summed(config: AlongConfig) -> tuple[Any, int, float]:
+    data, indices, updates = along_arrays(config)
+    began = time.perf_counter()
+    result = scatter_elements(data, indices, updates, reduction="add")
+    tasks = len(result.__dask_graph__())
+    build_s = time.perf_counter() - began
+    return result.astype(np.float64).sum(), tasks, build_s
+
+
+def run_threads(config: AlongConfig) -> AlongResult:
+    """The case on the threaded scheduler of this process."""
+    summed, tasks, build_s = _summed(config)
+    _peak_rss(True)
+    began = time.perf_counter()
+    total = float(summed.compute(scheduler="threads"))
+    return AlongResult(
+        config, "threads", tasks, build_s, time.perf_counter() - began, [_peak_rss()], total
+    )
+
+
+def _warm() -> float:
+    """In a worker: one small case through the dask backend, as the timed one runs."""
+    small = AlongConfig(size=4096, data_chunks=4, updates=65536, update_chunks=4)
+    data, indices, updates = (a.compute(scheduler="sync") for a in along_arrays(small))
+    scatter_elements(data, indices, updates, reduction="add")  # the in-memory blocks' backend
+    return float(_summed(small)[0].compute(scheduler="sync"))
+
+
+def run_cluster(config: AlongConfig, workers: int, memory_limit: str) -> AlongResult:
+    """The case on a new ``LocalCluster`` of ``workers`` one-thread worker processes."""
+    distributed = _module("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            memory_limit=memory_limit,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        client.wait_for_workers(workers)
+        client.run(_warm)  # scatterx and numba imported, kernels loaded: not timed
+        client.run(_peak_rss, True)
+        summed, tasks, build_s = _summed(config)
+        began = time.perf_counter()
+        total = float(client.compute(summed).result())
+        compute_s = time.perf_counter() - began
+        peaks = list(client.run(_peak_rss).values())
+    return AlongResult(config, f"{workers} workers", tasks, build_s, compute_s, peaks, total)
+
+
+def numba_s(config: AlongConfig) -> tuple[float, float]:
+    """The in-memory numba call on the case's arrays as NumPy arrays: seconds (the best of
+    3), and the float64 sum of its result."""
+    data, indices, updates = (a.compute(scheduler="threads") for a in along_arrays(config))
+    best, result = math.inf, data
+    for _ in range(3):
+        began = time.perf_counter()
+        result = scatter_elements(data, indices, updates, reduction="add", backend="numba")
+        best = min(best, time.perf_counter() - began)
+    return best, float(result.astype(np.float64).sum())
+
+
+def _mib(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:.0f}"
+
+
+HEADER = (
+    "| case | where | tasks | build s | compute s | numba s | peak MiB | sum |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
+
+
+def along_row(r: AlongResult, fast: float | None) -> str:
+    """One run's row of the table."""
+    peaks = ", ".join(_mib(p) for p in r.peak_bytes)
+    return (
+        f"| {r.config.label()} | {r.where} | {r.tasks} | {r.build_s:.3f} | "
+        f"{r.compute_s:.3f} | {'-' if fast is None else f'{fast:.3f}'} | {peaks} | "
+        f"{r.total:.6g} |"
+    )
+
+
+def print_along(results: list[AlongResult], numba: dict[AlongConfig, float]) -> None:
+    """The table: one row per run."""
+    print(HEADER)
+    for r in results:
+        print(along_row(r, numba.get(r.config)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("specs", nargs="+", metavar="N,M,U,R", help="the cases")
+    parser.add_argument("--workers", type=int, action="append", help="a cluster of N workers")
+    parser.add_argument("--no-threads", action="store_true", help="skip the threaded run")
+    parser.add_argument("--memory-limit", default="2GiB", help="per worker (default: 2GiB)")
+    parser.add_argument("--numba", action="store_true", help="time the in-memory numba call")
+    args = parser.parse_args(argv)
+    print(HEADER, flush=True)  # each row as soon as it is measured
+    for config in map(AlongConfig.parse, args.specs):
+        fast = numba_s(config)[0] if args.numba else None
+        places: list[int] = ([] if args.no_threads else [0]) + list(args.workers or ())
+        for workers in places:
+            found = (
+                run_cluster(config, workers, args.memory_limit) if workers else run_threads(config)
+            )
+            print(along_row(found, fast), flush=True)
+
+
+if __name__ == "__main__":
+    main()
