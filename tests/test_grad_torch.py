@@ -233,3 +233,15 @@ def test_only_the_gradients_asked_for_are_computed(reduction: str) -> None:
         counts.append(len(spy.requests) - before)
         assert (data.grad is not None, updates.grad is not None) == needs
     assert max(counts[1:]) <= counts[0]
+
+
+def test_a_parameter_s_route_is_not_told_for_a_tensor_after_it() -> None:
+    """Routes are remembered by the caller's array type: a Parameter's detached tensors
+    are Tensors, but the route of a later plain Tensor must not name the Parameter."""
+    parameter = torch.nn.Parameter(torch.zeros(3))
+    scatterx.scatter_elements(parameter, torch.tensor([1]), torch.ones(1), backend="numpy")
+    decision = scatterx.explain(
+        torch.zeros(3, requires_grad=True), torch.tensor([1]), torch.ones(1), backend="numpy"
+    )
+    assert "torch:Tensor (cpu) -> numpy:ndarray" in str(decision)
+    assert "Parameter" not in str(decision)

@@ -66,14 +66,15 @@ def route_for(request: Request) -> Route | str | None:
     """The route of ``request`` to a carrier type; a reason when there is none.
 
     None when the arrays are a carrier type already (NumPy, CuPy) or are traced by JAX
-    (those run as a host callback). Remembered by array type and device.
+    (those run as a host callback). Remembered by the request's array type (the caller's:
+    a Parameter's detached tensors keep its name) and device.
     """
     if request.array_type in (NUMPY, CUPY) or request.device is TRACED:
         return None
     library = library_of(type(request.data))
     if library is None:
         return f"{request.array_type} does not speak DLPack"
-    where: tuple[type, Hashable] | None = (type(request.data), request.device)
+    where: tuple[str, Hashable] | None = (request.array_type, request.device)
     try:
         route = _ROUTES.get(where)  # type: ignore[arg-type]
     except TypeError:  # an unhashable device: found afresh
@@ -85,7 +86,7 @@ def route_for(request: Request) -> Route | str | None:
     return route
 
 
-_ROUTES: dict[tuple[type, Hashable], Route | str] = {}
+_ROUTES: dict[tuple[str, Hashable], Route | str] = {}
 
 
 def _new_route(library: Library, request: Request) -> Route | str:

@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _jax, _torch_grad, _torch_ops
+from . import _jax, _registry, _torch_grad, _torch_ops
 from ._config import Configured, configured
-from ._interop import NUMPY, TRACED, Library
+from ._interop import NUMPY, TRACED, Library, Route
 from ._libraries import library_of
 from ._plan import Carried, Decision, Plan, decide, decide_for_blocks, explain_plan
 from ._registry import current
@@ -76,18 +76,33 @@ def adopt(*arrays: Any) -> Adopted:
     carried arrays' metadata, which cost less to check.
     """
     kind = type(arrays[0])
-    library = library_of(kind)
-    if library is None or library.early is None or not _alike(kind, arrays):
+    known = _EARLY.get(kind)
+    if known is None or known[0] is not _registry._current:
+        known = _EARLY[kind] = _early_of(kind, arrays[0])
+    library, route = known[1], known[2]
+    if (
+        route is None
+        or type(arrays[1]) is not kind
+        or (len(arrays) == 3 and type(arrays[2]) is not kind)
+    ):
         return Adopted((arrays, library, None))
-    carried = None if current().serving_type(arrays[0]) else library.early(*arrays)
+    carried = library.early(*arrays)  # type: ignore[misc, union-attr]
     if carried is None:
         return Adopted((arrays, library, None))
-    return Adopted((carried, library, Carried((library.early_route(kind), arrays))))
+    return Adopted((carried, library, Carried((route, arrays))))
 
 
-def _alike(kind: type, arrays: tuple[Any, ...]) -> bool:
-    """Whether all of a call's arrays (data and indices, and any updates) are of ``kind``."""
-    return type(arrays[1]) is kind and (len(arrays) == 2 or type(arrays[2]) is kind)
+#: By array type: the registry asked, the library, and the route of arrays carried early
+#: (None where they are not: no library, no early carry, or a backend serves the type).
+_EARLY: dict[type, tuple[_registry.Registry, Library | None, Route | None]] = {}
+
+
+def _early_of(kind: type, array: Any) -> tuple[_registry.Registry, Library | None, Route | None]:
+    registry = current()
+    library = library_of(kind)
+    if library is None or library.early is None or registry.serving_type(array):
+        return registry, library, None
+    return registry, library, library.early_route(kind)
 
 
 def scatter(
@@ -107,7 +122,7 @@ def scatter(
         arrays, library, carried = adopted
         if carried is None and library is not None and library.traced(arrays):
             return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
-        request = normalise(*_three(arrays), axis, reduction)
+        request = normalise(arrays[0], arrays[1], arrays[2], axis, reduction)
         if carried is not None:  # CPU tensors' NumPy views: eager, the small call's way
             return execute(decide(request, configured(backend), carried), data)
     else:
@@ -128,7 +143,7 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
         arrays, library, carried = adopted
         if carried is None and library is not None and library.traced(arrays):
             return _torch_ops.gather(data, indices, axis, out, backend)
-        request = normalise_gather(*_two(arrays), axis)
+        request = normalise_gather(arrays[0], arrays[1], axis)
     else:
         adopted = Adopted(((), library_of(type(data)), None))
         request = normalise_gather(data, indices, axis, out)
@@ -225,13 +240,15 @@ def explain_scatter(
 ) -> Decision:
     """The pipeline of :func:`scatterx.explain`, up to the decision."""
     adopted = adopt(data, indices, updates)
-    return explain(normalise(*_three(adopted.arrays), axis, reduction), adopted, backend)
+    arrays = adopted.arrays
+    return explain(normalise(arrays[0], arrays[1], arrays[2], axis, reduction), adopted, backend)
 
 
 def explain_gather(data: Any, indices: Any, axis: Any, backend: Any) -> Decision:
     """The pipeline of :func:`scatterx.explain_gather`, up to the decision."""
     adopted = adopt(data, indices)
-    return explain(normalise_gather(*_two(adopted.arrays), axis), adopted, backend)
+    arrays = adopted.arrays
+    return explain(normalise_gather(arrays[0], arrays[1], axis), adopted, backend)
 
 
 def block_call(
@@ -249,16 +266,6 @@ def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], 
 def _block(request: ScatterRequest | GatherRequest, like: Any) -> tuple[str, Callable[[], Any]]:
     plan = decide_for_blocks(request)
     return plan.backend.name, lambda: execute(plan, like)
-
-
-def _three(arrays: tuple[Any, ...]) -> tuple[Any, Any, Any]:
-    data, indices, updates = arrays
-    return data, indices, updates
-
-
-def _two(arrays: tuple[Any, ...]) -> tuple[Any, Any]:
-    data, indices = arrays
-    return data, indices
 
 
 _torch_ops.serve(scatter, gather)

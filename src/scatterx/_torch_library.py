@@ -35,14 +35,15 @@ class Torch(Library):
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
         a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
         dtype the contract refuses, so that the error names the tensor's dtype)."""
-        if arrays[1].dtype not in _index_dtypes():
-            return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed
-                return arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
-            return tuple([a.numpy() for a in arrays])
+                views = arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
+            else:
+                views = tuple([a.numpy() for a in arrays])
         except (RuntimeError, TypeError):
             return None
+        index = views[1].dtype  # int32 or int64: kind "i", 4 or 8 bytes
+        return views if index.kind == "i" and index.itemsize >= 4 else None
 
     def early_route(self, kind: type) -> Route:
         route = _EARLY.get(kind)
@@ -168,11 +169,6 @@ def _torch() -> Any:
 
 
 @cache
-def _index_dtypes() -> tuple[Any, Any]:
-    torch = _torch()
-    return torch.int64, torch.int32
-
-
 @cache
 def _bfloat16() -> np.dtype[Any]:
     import ml_dtypes
