@@ -54,14 +54,15 @@ def test_contestants_take_turns_in_rounds_with_pauses_between() -> None:
     assert timed["a"].spread == pytest.approx(0.0)
 
 
-def test_the_median_is_of_round_medians_and_the_spread_their_half_range() -> None:
+def test_the_median_is_of_round_medians_and_the_spread_their_half_quartile_range() -> None:
     clock = FakeClock()
     # No untimed call: one call a round, rounds of 10, 11 and 8 ms.
     calls = {"a": clock.call("a", [10.0, 11.0, 8.0])}
     timed = interleaved(calls, rounds=3, per_round=1, warm=False, clock=clock, sleep=clock.sleep)
     assert timed["a"].rounds_ms == pytest.approx((10.0, 11.0, 8.0))
     assert timed["a"].median_ms == pytest.approx(10.0)
-    assert timed["a"].spread == pytest.approx(0.15)
+    # Quartiles 9 and 10.5 (inclusive method) around the median 10.
+    assert timed["a"].spread == pytest.approx(0.075)
     assert not timed["a"].noisy
     # Within a round, the median of its calls: one slow call of three does not move it.
     clock = FakeClock()
@@ -71,8 +72,11 @@ def test_the_median_is_of_round_medians_and_the_spread_their_half_range() -> Non
 
 
 def test_a_spread_over_a_fifth_marks_the_cell() -> None:
-    assert of_rounds([10.0, 15.0, 10.0]).noisy
-    assert not of_rounds([10.0, 13.0, 10.0]).noisy
+    assert of_rounds([6.0, 10.0, 14.0, 18.0]).noisy  # quartiles 9 and 15, median 12
+    assert not of_rounds([8.0, 10.0, 12.0, 14.0]).noisy  # 9.5 and 12.5, median 11
+    # One round that met a neighbour's burst does not mark the cell; one round, no spread.
+    assert of_rounds([10.0, 10.0, 100.0, 10.0, 10.0]).spread == 0.0
+    assert of_rounds([3.0]).spread == 0.0
     assert cell(2.149, 0.081) == "2.15 ±8%"
     assert cell(2.0, 0.25) == "2.00 ±25%!"
     assert cell(2.0) == "2.00"
@@ -95,7 +99,7 @@ def test_the_table_shows_spreads_and_marks_a_noisy_verdict(
     assert lines[1].split() == ["c", "add", "in-place", "1.00", "±5%", "2.00", "2.00x"]
     assert lines[2].split() == ["c", "max", "in-place", "1.00", "3.00", "±30%!", "3.00x!"]
     legend = " ".join(line.strip() for line in lines[-2:])
-    assert legend.startswith("- ±: half the range of the round medians")
+    assert legend.startswith("- ±: half the interquartile range of the round medians")
     assert legend.endswith("over 20%, the cell is not to be judged")
 
 

@@ -5,8 +5,10 @@ the moment, and the thread pools of the contestant before (torch's and onnxrunti
 after a call), decide a cell. Here every round runs every contestant in turn, a few calls
 each, with an idle pause between turns and a longer one between rounds; the order rotates
 from round to round. Each contestant's time is the median of its round medians, and its
-spread is half the range of those round medians over their median: ``2.15 ±8%`` says that
-every round was within 8% of 2.15 ms, either way.
+spread is half the interquartile range of those round medians over their median:
+``2.15 ±8%`` says that the middle half of the rounds lay within about 8% of 2.15 ms. Not
+the whole range: on a shared machine one round in seven meets another's burst, and the
+half range then says more about the neighbours than about the cell.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .base import Call
 #: Rounds, calls per contestant in each round, the idle pauses (seconds) between turns and
 #: between rounds: long enough for a thread pool to stop spinning (onnxruntime and OpenMP
 #: pools spin for some milliseconds after a call; KMP_BLOCKTIME's default is 200 ms).
-ROUNDS, CALLS, TURN_PAUSE_S, ROUND_PAUSE_S = 5, 3, 0.05, 0.25
+ROUNDS, CALLS, TURN_PAUSE_S, ROUND_PAUSE_S = 7, 5, 0.05, 0.25
 
 #: A cell whose spread is over this is marked: its median does not judge it.
 SPREAD_LIMIT = 0.20
@@ -30,7 +32,7 @@ SPREAD_LIMIT = 0.20
 STATISTIC = (
     "median of per-round medians, contestants interleaved in {rounds} rounds of {calls} "
     "calls each after one untimed call, an idle pause between turns and between rounds; "
-    "spread: half the range of the round medians over their median"
+    "spread: half the interquartile range of the round medians over their median"
 )
 
 
@@ -48,10 +50,12 @@ class Timed(NamedTuple):
 
 
 def of_rounds(rounds_ms: list[float]) -> Timed:
-    """The median and spread of one contestant's round medians."""
+    """The median and spread of one contestant's round medians (one round: no spread)."""
     median = statistics.median(rounds_ms)
-    spread = (max(rounds_ms) - min(rounds_ms)) / (2 * median) if median > 0 else 0.0
-    return Timed(median, spread, tuple(rounds_ms))
+    if len(rounds_ms) < 2 or median <= 0:
+        return Timed(median, 0.0, tuple(rounds_ms))
+    q1, _, q3 = statistics.quantiles(rounds_ms, n=4, method="inclusive")
+    return Timed(median, (q3 - q1) / (2 * median), tuple(rounds_ms))
 
 
 def interleaved(
@@ -112,6 +116,6 @@ def cell(median_ms: float, spread: float | None = None) -> str:
 def legend() -> str:
     """The line under a table with spreads: what the ± and the ``!`` mean."""
     return (
-        f"±: half the range of the round medians over the median; !: spread over "
+        f"±: half the interquartile range of the round medians over the median; !: spread over "
         f"{SPREAD_LIMIT:.0%}, the cell is not to be judged"
     )
