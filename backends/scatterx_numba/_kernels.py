@@ -23,7 +23,7 @@ variable it is also keyed by an identity that changes with every process. A
 ``numba.literally`` argument costs a failed compile attempt on every call.
 
 numba stamps a kernel's cache entries with this file's time and size alone: after a
-change to a task's module (``_tasks``, ``_rows``, ...) a process would load the code of
+change to a task's module (``_tasks``, ``_rows``, ``_ops``, ...) a process would load the code of
 the old task from a warm cache. Such a change comes with a change here (as the column
 units did), or with a cold cache.
 """
