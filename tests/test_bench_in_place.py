@@ -27,8 +27,8 @@ from scatterx_bench.cases import (
     make_case,
     spec_example,
 )
-from scatterx_bench.cli import _print_table
 from scatterx_bench.report import StandardRow
+from scatterx_bench.table import print_table
 
 TINY = 1 / 512  # as in test_cli.py: a few thousand updates
 CONTESTANTS = ("numpy", *CPU_PEERS)  # numba left out: its compiles would dominate the suite
@@ -121,7 +121,7 @@ def _rows() -> list[StandardRow]:
 
 
 def test_the_table_sums_the_ratios_up_per_mode(capsys: pytest.CaptureFixture[str]) -> None:
-    _print_table(_rows(), ["numba", "onnxruntime", "torch", "numpy-peer"])
+    print_table(_rows(), ["numba", "onnxruntime", "torch", "numpy-peer"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].split() == ["c", "add", "in-place", "1.00", "-", "2.00", "-", "2.00x"]
     assert lines[5] == (

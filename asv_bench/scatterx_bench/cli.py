@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import math
 import os
 import sys
-import textwrap
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,7 +44,6 @@ from .cases import (
     REDUCTIONS,
     make_call,
     make_case,
-    median_ms,
 )
 from .dask_along import AlongConfig
 from .dask_bench import DaskRun, print_dask
@@ -56,9 +53,14 @@ from .libraries import LIBRARIES, arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
 from .onnx_bench import print_onnx, time_onnx_row
 from .report import StandardRow, record, write_json
+from .table import print_table
+from .timing import CALLS, ROUNDS, interleaved
 
 #: The command that runs :func:`main` from a checkout (``python -m scatterx bench`` too).
 PROG = "python asv_bench/bench.py"
+
+#: ``--repeat``'s default for the tables that time each contestant in a block.
+BLOCK_REPEAT = 7
 
 
 def _parser(prog: str = PROG) -> argparse.ArgumentParser:
@@ -92,7 +94,19 @@ def _parser(prog: str = PROG) -> argparse.ArgumentParser:
         "code; background leaves a call to numpy while numba compiles",
     )
     parser.add_argument("--size", type=float, default=1.0, help="scale of the shapes")
-    parser.add_argument("--repeat", type=int, default=7, help="timed calls per contestant")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        help=f"timed calls per contestant: in each round of the standard and ONNX tables "
+        f"(default {CALLS}), in a block elsewhere (default {BLOCK_REPEAT})",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=ROUNDS,
+        help="rounds of the standard and ONNX tables: every contestant in turn, an idle "
+        "pause between turns and between rounds; the spread is over the round medians",
+    )
     parser.add_argument("--backend", action="append", help="backends to time (default: all)")
     parser.add_argument(
         "--library",
@@ -214,53 +228,15 @@ class _Contestants:
             print(f"bench: skipped {name}: {why}", file=sys.stderr, flush=True)
 
 
-def _time(calls: dict[str, Call], repeat: int) -> dict[str, float]:
-    """Median ms of each call, contestants timed in blocks, not interleaved.
-
-    The thread pools of torch, onnxruntime and numba keep spinning for a while after a
-    call; on a 2-core machine that steals the next contestant's cores (performance.md).
-    """
-    return {name: median_ms(call, repeat) for name, call in calls.items()}
-
-
-def _speedup(row: dict[str, float]) -> float | None:
-    peers = [row[p] for p in CPU_PEERS if p in row]
-    if "numba" not in row or not peers:
-        return None
-    return min(peers) / row["numba"]
-
-
-def _print_table(rows: list[StandardRow], columns: list[str]) -> None:
-    """The table, a row per case, reduction and mode; the ratios summed up per mode."""
-    head = ["case", "red", "mode", *columns, "numba vs fastest peer"]
-    lines = [head]
-    for row in rows:
-        speedup = _speedup(row.times)
-        cells = [f"{row.times[c]:.2f}" if c in row.times else "-" for c in columns]
-        ratio = "-" if speedup is None else f"{speedup:.2f}x"
-        lines.append([row.case, row.reduction, row.mode, *cells, ratio])
-    widths = [max(len(line[k]) for line in lines) for k in range(len(head))]
-    for line in lines:
-        print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
-    print("median ms" + "".join(f"; {line}" for line in _summaries(rows)))
-    if any(row.mode == "in-place" for row in rows):
-        for note in IN_PLACE_NOTES:
-            print(textwrap.fill(note, 100, initial_indent="- ", subsequent_indent="  "))
-
-
-def _summaries(rows: list[StandardRow]) -> list[str]:
-    """numba against the fastest peer, per mode: the geometric mean and the lowest ratio."""
-    found: dict[str, list[float]] = {}
-    for row in rows:
-        speedup = _speedup(row.times)
-        if speedup is not None:
-            found.setdefault(row.mode, []).append(speedup)
-    return [
-        f"numba vs fastest peer, {mode}: geometric mean "
-        f"{math.exp(sum(math.log(s) for s in ratios) / len(ratios)):.2f}x, "
-        f"lowest {min(ratios):.2f}x"
-        for mode, ratios in found.items()
-    ]
+def _time(
+    calls: dict[str, Call], args: argparse.Namespace
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Median ms and spread of each call, contestants interleaved in rounds (:mod:`.timing`)."""
+    timed = interleaved(calls, args.rounds, args.repeat)
+    return (
+        {name: t.median_ms for name, t in timed.items()},
+        {name: t.spread for name, t in timed.items()},
+    )
 
 
 class _Progress:
@@ -337,15 +313,15 @@ def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], li
         for reduction in reductions if standard else ():
             for mode in modes:  # each mode's calls own their data: made, timed, dropped
                 progress(f"{name} {reduction} {mode}")
-                times = _time(contestants.calls(case, reduction, mode), args.repeat)
+                times, spreads = _time(contestants.calls(case, reduction, mode), args)
                 columns += [c for c in times if c not in columns]
-                rows.append(StandardRow(name, reduction, mode, times))
+                rows.append(StandardRow(name, reduction, mode, times, spreads))
         for run in runs:
             with arrays_of(run.library):
                 moved = _move(run, case)  # once per case
                 for reduction in reductions:
                     progress(f"{name} {reduction} on {run.library}")
-                    run.time_row(case, moved, reduction, args.repeat, contestants.skip)
+                    run.time_row(case, moved, reduction, args.block_repeat, contestants.skip)
             del moved
     for run in small_runs if small else ():
         progress(f"3x3 spec example on {run.library}")
@@ -392,6 +368,10 @@ def main(argv: list[str], prog: str = PROG) -> int:
     for table in ("grad", "onnx"):
         if getattr(args, table) and (args.json or args.plot or args.library):
             parser.error(f"--{table} prints its own table: it takes no --json, --plot or --library")
+    args.block_repeat = BLOCK_REPEAT if args.repeat is None else args.repeat
+    args.repeat = CALLS if args.repeat is None else args.repeat
+    if args.repeat < 1 or args.rounds < 1:
+        parser.error("--repeat and --rounds must be 1 or more")
     if args.onnx_reference_repeat < 1:
         parser.error("--onnx-reference-repeat must be 1 or more")
     with numba_compile(args.numba_compile):
@@ -406,7 +386,7 @@ def _run(args: argparse.Namespace, argv: list[str], prog: str) -> int:
     rows, columns, runs = _measure(args)
     load.append(_load())
     if rows:
-        _print_table(rows, columns)
+        print_table(rows, columns)
     for run in runs:
         if rows or run is not runs[0]:
             print()
@@ -420,7 +400,9 @@ def _run(args: argparse.Namespace, argv: list[str], prog: str) -> int:
     if args.json or args.plot:
         in_place = any(row.mode == "in-place" for row in rows)
         notes = IN_PLACE_NOTES if in_place else ()
-        data = record(rows, columns, [prog, *argv], args.repeat, list(CPU_PEERS), notes)
+        data = record(
+            rows, columns, [prog, *argv], (args.rounds, args.repeat), list(CPU_PEERS), notes
+        )
         data["machine"]["load_average_1min"] = {"start": load[0], "end": load[1]}
         data["libraries"] = {run.library: run.record() for run in runs}
         if args.json:
@@ -448,7 +430,7 @@ def _grad(args: argparse.Namespace) -> int:
         results = {}
         for case in cases:
             progress(f"{case.name} forward + backward")
-            results[case.name] = time_case(case, args.repeat, compiler=args.grad_compiler)
+            results[case.name] = time_case(case, args.block_repeat, compiler=args.grad_compiler)
     except Unavailable as why:
         print(f"bench: --grad needs torch: {why}", file=sys.stderr)
         return 1
@@ -475,7 +457,13 @@ def _onnx(args: argparse.Namespace) -> int:
             for reduction in reductions:
                 progress(f"{name} {reduction} through onnx")
                 rows.append(
-                    time_onnx_row(case, reduction, backend, args.repeat, args.onnx_reference_repeat)
+                    time_onnx_row(
+                        case,
+                        reduction,
+                        backend,
+                        (args.rounds, args.repeat),
+                        args.onnx_reference_repeat,
+                    )
                 )
     except Unavailable as why:
         print(f"bench: --onnx needs onnx: {why}", file=sys.stderr)

@@ -12,6 +12,7 @@ from scatterx import scatter_elements, use_backend
 from .base import BenchCase, Call, Unavailable, require
 from .cases import median_ms
 from .peers import PEERS, _onnx_model
+from .timing import cell, interleaved, legend
 
 #: The columns of the table: the direct call, the evaluator with scatterx's operators, the
 #: evaluator alone (its Python loop) and onnxruntime's CPU kernel.
@@ -25,11 +26,13 @@ ONNX_COLUMNS = (DIRECT, WITH_SCATTERX, REFERENCE, ONNXRUNTIME)
 
 
 class OnnxRow(NamedTuple):
-    """The median milliseconds of one case and reduction, by column."""
+    """The median milliseconds of one case and reduction by column, and the spread of the
+    columns timed in rounds."""
 
     case: str
     reduction: str
     times: dict[str, float]
+    spreads: dict[str, float]
 
 
 def _under(backend: str, call: Call) -> Call:
@@ -79,17 +82,22 @@ def onnx_calls(case: BenchCase, reduction: str, backend: str) -> dict[str, Call]
 
 
 def time_onnx_row(
-    case: BenchCase, reduction: str, backend: str, repeat: int, reference_repeat: int
+    case: BenchCase,
+    reduction: str,
+    backend: str,
+    timing: tuple[int, int],
+    reference_repeat: int,
 ) -> OnnxRow:
-    """Time every column on ``case``; the plain evaluator ``reference_repeat`` times."""
-    times = {}
-    for name, call in onnx_calls(case, reduction, backend).items():
-        if name == REFERENCE:
-            times[name] = median_ms(call, reference_repeat, warm=False)  # compiles nothing
-        else:
-            call()  # the warm-up: numba's compile, onnxruntime's first run
-            times[name] = median_ms(call, repeat)
-    return OnnxRow(case.name, reduction, times)
+    """Time every column on ``case``: the direct call, the evaluator with scatterx and
+    onnxruntime interleaved in ``timing`` = (rounds, calls per round) (:mod:`.timing`); the
+    plain evaluator, seconds a call, ``reference_repeat`` times in a block."""
+    calls = onnx_calls(case, reduction, backend)
+    reference = calls.pop(REFERENCE)
+    timed = interleaved(calls, *timing)  # its untimed call: numba's compile, onnxruntime's
+    times = {name: t.median_ms for name, t in timed.items()}
+    times[REFERENCE] = median_ms(reference, reference_repeat, warm=False)  # compiles nothing
+    spreads = {name: t.spread for name, t in timed.items()}
+    return OnnxRow(case.name, reduction, times, spreads)
 
 
 def print_onnx(rows: list[OnnxRow], backend: str) -> None:
@@ -98,7 +106,9 @@ def print_onnx(rows: list[OnnxRow], backend: str) -> None:
     header = ["case", "reduction", *ONNX_COLUMNS, "evaluator/+scatterx", "+scatterx/direct"]
     lines = [header]
     for row in rows:
-        cells = [f"{row.times[c]:.2f}" if c in row.times else "-" for c in ONNX_COLUMNS]
+        cells = [
+            cell(row.times[c], row.spreads.get(c)) if c in row.times else "-" for c in ONNX_COLUMNS
+        ]
         ours = row.times[WITH_SCATTERX]
         lines.append(
             [
@@ -110,7 +120,10 @@ def print_onnx(rows: list[OnnxRow], backend: str) -> None:
             ]
         )
     widths = [max(len(line[c]) for line in lines) for c in range(len(header))]
-    print(f"median ms of a one-node ScatterElements model (opset 18); scatterx on {backend}")
+    print(
+        f"median ms of a one-node ScatterElements model (opset 18); scatterx on {backend}; "
+        + legend()
+    )
     for n, line in enumerate(lines):
         print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
         if n == 0:

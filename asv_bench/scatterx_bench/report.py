@@ -7,23 +7,27 @@ import math
 import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .base import Mode
+from .timing import STATISTIC
 
 #: A row of the tables of ``--library``: case, reduction, median ms by column.
 Row = tuple[str, str, dict[str, float]]
 
 
 class StandardRow(NamedTuple):
-    """A row of the standard table: one case, reduction and mode, median ms by column."""
+    """A row of the standard table: one case, reduction and mode, median ms by column, and
+    the relative spread of each column's round medians where it was timed in rounds."""
 
     case: str
     reduction: str
     mode: Mode
     times: dict[str, float]
+    spreads: Mapping[str, float] = MappingProxyType({})
 
 
 def cpu_model() -> str:
@@ -66,20 +70,22 @@ def record(
     rows: Sequence[StandardRow],
     columns: Sequence[str],
     command: Sequence[str],
-    repeat: int,
+    timing: tuple[int, int],
     peers: Sequence[str],
     notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Everything a reader needs to trust the numbers: command, machine, versions, times.
 
-    Each row carries its mode (``"new"`` or ``"in-place"``); ``notes`` say what the
-    in-place cells mean where a run has them.
+    ``timing`` is (rounds, calls per round) of :func:`.timing.interleaved`. Each row carries
+    its mode (``"new"`` or ``"in-place"``) and the spread of each time (a fraction of it);
+    ``notes`` say what the in-place cells mean where a run has them.
     """
+    rounds, calls = timing
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     return {
         "command": " ".join(command),
         "unit": "ms",
-        "statistic": f"median of {repeat} calls after one untimed call, each contestant in a block",
+        "statistic": STATISTIC.format(rounds=rounds, calls=calls),
         "machine": {
             "cpu_model": cpu_model(),
             "cpus": len(usable) if usable is not None else os.cpu_count(),
@@ -92,7 +98,13 @@ def record(
         "modes": list(dict.fromkeys(row.mode for row in rows)),
         "notes": list(notes),
         "rows": [
-            {"case": row.case, "reduction": row.reduction, "mode": row.mode, "times": row.times}
+            {
+                "case": row.case,
+                "reduction": row.reduction,
+                "mode": row.mode,
+                "times": row.times,
+                "spreads": dict(row.spreads),
+            }
             for row in rows
         ],
     }

@@ -21,6 +21,11 @@ as a value (an argument, a closure variable, an element of a tuple) is compiled 
 address in this process, and numba refuses to cache such code; as an argument or closure
 variable it is also keyed by an identity that changes with every process. A
 ``numba.literally`` argument costs a failed compile attempt on every call.
+
+numba stamps a kernel's cache entries with this file's time and size alone: after a
+change to a task's module (``_tasks``, ``_rows``, ``_ops``, ...) a process would load the code of
+the old task from a warm cache. Such a change comes with a change here (as the column
+units did), or with a cold cache.
 """
 
 from __future__ import annotations

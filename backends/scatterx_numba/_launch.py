@@ -28,6 +28,8 @@ _INT64 = np.dtype(np.int64)
 _BYTES = np.dtype(np.uint8)
 #: Below this many bytes one thread's copy of data beats a parallel launch.
 PARALLEL_COPY_BYTES = 1 << 22
+#: Tasks per thread of a launch of one-column units (``LaunchPlan.n_tasks``).
+COLUMN_LAUNCH_TASKS_PER_THREAD = 4
 #: Indices per task of the pass over the indices' range (``_passes.index_range``).
 BOUNDS_TASK_INDICES = 1 << 16
 
@@ -38,6 +40,7 @@ class KernelParams(NamedTuple):
     band: int  # columns: inner positions per task
     inner_same: bool  # columns: indices' inner shape is data's (no inner_map needed)
     copy: bool  # the tasks copy data into out themselves (fused copy)
+    checked: bool  # a pass found every index in bounds before the kernel: columns skip it
 
 
 class ScatterArgs(NamedTuple):
@@ -220,8 +223,18 @@ class LaunchPlan:
         found = [_bounds_launch(self.call, self.threads)] if self.bounds_first else []
         if self.copy_first is Copy.PASS:
             found.append(_copy_launch(self.call, self.threads))
-        args = (self.arrays, self.scratch.arg, self.params, self.strategy.n_tasks)
+        args = (self.arrays, self.scratch.arg, self.params, self.n_tasks)
         return (*found, Launch("kernel", self.kernel, args))
+
+    @property
+    def n_tasks(self) -> int:
+        """The kernel's ``prange`` iterations: the strategy's tasks, except that column
+        units that are single columns go a share of them to each of a few tasks per thread
+        (a task costs more than a column of a few updates: last-axis-sparse)."""
+        plan = self.strategy
+        if plan.strategy != _plan.Strategy.COLUMNS or plan.band > 1:
+            return plan.n_tasks
+        return min(plan.n_tasks, COLUMN_LAUNCH_TASKS_PER_THREAD * self.threads)
 
 
 @lru_cache(maxsize=512)
@@ -248,6 +261,7 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
         _copy_first(call, fused, threads),
         fallback,
         rows_open=choose(True) != choose(False),
+        checked=bounds,
     )
 
 
@@ -277,7 +291,18 @@ def _columns_after_rows(
     output holds data's copy already, and the indices past that row are not checked yet,
     so they are first, unless the pass before the whole rows checked them all."""
     bounds = call.into_out and not checked
-    return _scatter_plan(call, threads, plan, kept, False, bounds, Copy.NONE, None, rows_open=False)
+    return _scatter_plan(
+        call,
+        threads,
+        plan,
+        kept,
+        False,
+        bounds,
+        Copy.NONE,
+        None,
+        rows_open=False,
+        checked=checked or bounds,
+    )
 
 
 def _scatter_plan(
@@ -291,7 +316,10 @@ def _scatter_plan(
     fallback: LaunchPlan | None,
     *,
     rows_open: bool,
+    checked: bool,
 ) -> LaunchPlan:
+    """The plan's arrays and scalars; ``checked``: every index is known in bounds before
+    the kernel runs (the pass of ``bounds`` or one before), so its column tasks skip it."""
     assert call.reduction is not None
     shape, index_shape, axis = call.shape, call.index_shape, call.axis
     three_d, index_three_d = _plan.split(shape, axis), _plan.split(index_shape, axis)
@@ -314,7 +342,7 @@ def _scatter_plan(
         (plan.strategy, call.family, call.reduction),
         arrays,
         _scratch(plan, call, kept),
-        KernelParams(plan.band, inner_same, fused),
+        KernelParams(plan.band, inner_same, fused, checked),
         rows_open,
         fallback,
     )

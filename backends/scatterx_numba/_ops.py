@@ -103,13 +103,16 @@ def mul(old: Any, new: Any) -> Any:
 @_inline
 def maximum(old: Any, new: Any) -> Any:
     # np.maximum exactly: a NaN already there stays, a NaN coming in wins, and of two
-    # equal values (0.0 and -0.0) the new one is kept.
-    return old if (old != old or old > new) else new
+    # equal values (0.0 and -0.0) the new one is kept. ``|``, not ``or``: no branch, a
+    # select (random values mispredict a branch half the time: 5x the hand-written loop).
+    keep = (old != old) | (old > new)
+    return old if keep else new
 
 
 @_inline
 def minimum(old: Any, new: Any) -> Any:
-    return old if (old != old or old < new) else new
+    keep = (old != old) | (old < new)  # as in maximum
+    return old if keep else new
 
 
 # ---- float16 and bfloat16, stored as uint16 bits ------------------------------------

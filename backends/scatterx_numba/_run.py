@@ -132,7 +132,7 @@ def _kernel_arrays(
 def _launch_kernel(plan: _launch.LaunchPlan, arrays: KernelArrays) -> Array:
     kernel = _runtime.kernel(*plan.kernel)
     # Plain tuples: see _kernels.scatter_kernel.
-    args = (tuple(arrays), _scratch(plan.scratch), tuple(plan.params), plan.strategy.n_tasks)
+    args = (tuple(arrays), _scratch(plan.scratch), tuple(plan.params), plan.n_tasks)
     bad: Array = _runtime.launch(kernel, *args)
     return bad
 

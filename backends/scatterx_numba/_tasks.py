@@ -83,12 +83,15 @@ def _constant_row(idx: Any, a: int, q0: int, q1: int) -> bool:
 
 
 @inner_function
-def _scatter_rows(dst: Any, idx: Any, upd: Any, q0: int, q1: int, size: int, op: Any) -> int:
+def _scatter_rows(
+    dst: Any, idx: Any, upd: Any, q0: int, q1: int, size: int, checked: bool, op: Any
+) -> int:
     """Columns ``q0:q1`` of one outer position, rows in order; indices map q to q.
 
     ``dst`` is ``(size, inner)``, ``idx`` and ``upd`` are ``(rows, inner')``. Returns -1 or
     the flat position in ``idx`` of the first bad index. Positions are cast to unsigned
     once checked, which spares numba's negative-index wrap-around in the hot loop.
+    ``checked``: the indices are known in bounds already, and are not looked at again.
     """
     for a in range(idx.shape[0]):
         if q1 - q0 > 1 and _constant_row(idx, a, q0, q1):
@@ -103,11 +106,37 @@ def _scatter_rows(dst: Any, idx: Any, upd: Any, q0: int, q1: int, size: int, op:
             continue
         for q in range(q0, q1):
             v = wrap(idx[a, q], size)
-            if v < 0 or v >= size:
+            if not checked and (v < 0 or v >= size):
                 return int(a * idx.shape[1] + q)
             uq = np.uint64(q)
             target = (np.uint64(v), uq)
             dst[target] = fold(op, dst[target], upd[np.uint64(a), uq])
+    return -1
+
+
+@inner_function
+def _scatter_columns(arrays: Any, params: Any, o0: int, o1: int, op: Any) -> int:
+    """Outer positions ``o0:o1`` of one-column data (``(outer, size, 1)``: last-axis-sparse,
+    a few updates per row of data), each copied first where ``params.copy`` says.
+
+    One flat loop over unsigned positions of the 3-D arrays: per unit, the generic path's
+    call, views and 2-D loop over one column cost several times the hand-written loop.
+    ``params.checked``: the indices are known in bounds (the pass before an in-place
+    call), and the loop does not look again. Returns -1 or the first bad C position.
+    """
+    out, data, idx, upd = arrays.out, arrays.data, arrays.idx, arrays.upd
+    size, rows, zero = out.shape[1], idx.shape[1], np.uint64(0)
+    for o in range(np.uint64(o0), np.uint64(o1)):
+        oo = np.uint64(arrays.outer_map[o])
+        if params.copy:
+            for k in range(zero, np.uint64(size)):
+                out[oo, k, zero] = data[oo, k, zero]
+        for a in range(zero, np.uint64(rows)):
+            v = wrap(idx[o, a, zero], size)
+            if not params.checked and (v < 0 or v >= size):
+                return int(o * rows + a)
+            target = (oo, np.uint64(v), zero)
+            out[target] = fold(op, out[target], upd[o, a, zero])
     return -1
 
 
@@ -135,25 +164,41 @@ def _copy_slab(dst: Any, src: Any) -> None:
 
 @inner_function
 def column_task(arrays: Any, scratch: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
-    """Columns ``(o, q0:q1)`` of one band: rows walked in ascending order, as the contract's loop.
+    """Task ``task``'s share of the column units ``(o, q0:q1)``, bands of ``params.band``
+    inner positions: each unit's rows walked in ascending order, as the contract's loop.
 
     Updates that meet at one output element differ only in their row, so walking the rows
-    of a band in order reproduces the sequential loop bit for bit. With ``params.copy``
-    (bands of whole rows, indices as wide as data: the tasks tile the output) the task
-    first copies its slab of data: the copy then runs on every thread, and the slab is in
-    cache when its updates come.
+    of a band in order reproduces the sequential loop bit for bit, however the units are
+    shared out (a launch has as many tasks as units, or a few per thread: a unit of one
+    column of 64 updates costs less than a task). With ``params.copy`` (bands of whole
+    rows, indices as wide as data: the units tile the output) each unit first copies its
+    slab of data: the copy then runs on every thread, and the slab is in cache when its
+    updates come. Returns -1 or the first bad position in C order of its units.
     """
+    n_bands = (arrays.idx.shape[2] + params.band - 1) // params.band
+    u0, u1 = share(arrays.idx.shape[0] * n_bands, task, n_tasks)
+    if arrays.idx.shape[2] == 1 and arrays.out.shape[2] == 1:
+        return _scatter_columns(arrays, params, u0, u1, op)  # a unit per outer position
+    first = -1
+    for unit in range(u0, u1):
+        bad = _column_unit(arrays, params, unit // n_bands, unit % n_bands, op)
+        if bad >= 0 and (first < 0 or bad < first):
+            first = bad
+    return first
+
+
+@inner_function
+def _column_unit(arrays: Any, params: Any, o: int, b: int, op: Any) -> int:
+    """Band ``b`` of outer position ``o`` (see :func:`column_task`)."""
     out, idx, upd, band = arrays.out, arrays.idx, arrays.upd, params.band
     rows, n_inner = idx.shape[1], idx.shape[2]
-    n_bands = (n_inner + band - 1) // band
-    o = task // n_bands
-    q0 = (task % n_bands) * band
+    q0 = b * band
     q1 = min(q0 + band, n_inner)
     oo = arrays.outer_map[o]
     if params.copy:
         _copy_slab(out[oo], arrays.data[oo])
     if params.inner_same:
-        bad = _scatter_rows(out[oo], idx[o], upd[o], q0, q1, out.shape[1], op)
+        bad = _scatter_rows(out[oo], idx[o], upd[o], q0, q1, out.shape[1], params.checked, op)
     else:
         bad = _scatter_mapped(out[oo], idx[o], upd[o], arrays.inner_map, q0, q1, op)
     return bad if bad < 0 else int(o * rows * n_inner + bad)
