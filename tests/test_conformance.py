@@ -25,10 +25,12 @@ from scatterx.testing import (
     spec_cases,
 )
 from scatterx.testing.conformance import (
+    COVER_FAMILIES,
     _chosen_libraries,
     _columns,
     _missing_id,
     _param,
+    in_default_run,
     pytest_generate_tests,
     test_backend_matches_oracle,
     test_missing_column_is_said,
@@ -293,6 +295,22 @@ def test_matrix_ids_name_the_backend_then_the_library_then_the_case() -> None:
     (mark,) = through.marks
     assert mark.name == "xdist_group"
     assert mark.args == ("float32-none",)
+
+
+def test_jit_rows_outside_the_cover_are_slow_and_the_cover_keeps_every_family() -> None:
+    cases = [*all_cases(), *gather_cases()]
+    default = [case for case in cases if in_default_run("numba", case)]
+    assert all(in_default_run("numpy", case) for case in cases)
+    assert len(default) < len(cases)
+    assert {case.family for case in default} == {case.family for case in cases}
+    assert {case.signature for case in default} == {case.signature for case in cases}
+    moved = next(case for case in cases if not in_default_run("numba", case))
+    assert moved.family in COVER_FAMILIES
+    assert [mark.name for mark in _param("numba", "torch", moved).marks] == [
+        "xdist_group",
+        "slow",
+    ]
+    assert [mark.name for mark in _param("numpy", "torch", moved).marks] == ["xdist_group"]
 
 
 class _Options:

@@ -3,6 +3,8 @@ a signature takes a lock that processes share (scatterx_numba._runtime.between_p
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -22,8 +24,8 @@ def _own_lock(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setattr(_runtime, "_unguarded", True)
 
 
-def _held_by_another() -> bool:
-    with open(_runtime.COMPILE_LOCK, "a") as handle:
+def _held_by_another(lock: Path | None = None) -> bool:
+    with open(_runtime.COMPILE_LOCK if lock is None else lock, "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -75,3 +77,40 @@ def test_the_lock_is_released_when_the_call_raises() -> None:
     with pytest.raises(RuntimeError, match="compile failed"):
         _runtime.launch(Failing(), np.zeros(3))
     assert not _held_by_another()
+
+
+class IndexedKernel(FakeKernel):
+    """A kernel with a cache index of its own, as numba's ``cache=True`` dispatchers have;
+    it records whether another process could take its own lock, and the shared one."""
+
+    def __init__(self, index: Path) -> None:
+        super().__init__()
+        self._cache = SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(index)))
+        self.shared_held: list[bool] = []
+
+    def __call__(self, *args: Any) -> int:
+        self.lock_held.append(_held_by_another(_runtime.compile_lock(self)))
+        self.shared_held.append(_held_by_another())
+        return 7
+
+
+def test_each_cache_index_has_a_lock_of_its_own(tmp_path: Path) -> None:
+    first, second = IndexedKernel(tmp_path / "a.nbi"), IndexedKernel(tmp_path / "b.nbi")
+    locks = {_runtime.compile_lock(kernel) for kernel in (first, second)}
+    assert len(locks) == 2
+    assert _runtime.COMPILE_LOCK not in locks
+    assert _runtime.compile_lock(IndexedKernel(tmp_path / "a.nbi")) in locks
+    assert _runtime.compile_lock(FakeKernel()) == _runtime.COMPILE_LOCK
+    for kernel in (first, second):
+        assert _runtime.launch(kernel, np.zeros(3)) == 7
+        assert kernel.lock_held == [True]  # its own index's turn is taken
+        assert kernel.shared_held == [False]  # another kernel's compile goes on meanwhile
+    assert not _held_by_another(_runtime.compile_lock(first))
+
+
+def test_numbas_cached_kernels_name_their_own_index() -> None:
+    kernels = [_runtime.pass_kernel("index_range"), _runtime.pass_kernel("copy_words")]
+    locks = [_runtime.compile_lock(kernel) for kernel in kernels]
+    assert len(set(locks)) == 2
+    assert _runtime.COMPILE_LOCK not in locks
+    assert locks[0] == _runtime.compile_lock(_runtime.pass_kernel("index_range"))

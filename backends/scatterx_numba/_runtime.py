@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import os
 import sys
@@ -94,7 +95,7 @@ def launch(kernel: Any, *args: Any) -> Any:
     key = (id(kernel), kinds(args))  # kernels live as long as the process (_found)
     if key in _launched:
         return _launch(kernel, *args)
-    with between_processes():
+    with between_processes(compile_lock(kernel)):
         result = _launch(kernel, *args)
     _launched.add(key)
     return result
@@ -130,7 +131,7 @@ def load_code(kernel: Any, *args: Any) -> None:
         return
     numba: Any = importlib.import_module("numba")
     signature = tuple(numba.typeof(arg) for arg in args)
-    with between_processes():
+    with between_processes(compile_lock(kernel)):
         kernel.compile(signature)
     _launched.add(key)
 
@@ -146,15 +147,34 @@ def _launch(kernel: Any, *args: Any) -> Any:
     return result
 
 
-#: Where processes of one user take turns to compile (and save to numba's cache).
+#: Where processes of one user take turns to compile (and save to numba's cache) code of
+#: a kernel that has no cache index of its own; each index has its own (``compile_lock``).
 COMPILE_LOCK = Path(tempfile.gettempdir()) / (
     f"scatterx-numba-compile-{os.getuid() if hasattr(os, 'getuid') else 'user'}.lock"
 )
 
 
+def compile_lock(kernel: Any) -> Path:
+    """The lock file of ``kernel``'s cache index, beside :data:`COMPILE_LOCK`; that file
+    itself for a kernel without one (no ``cache=True``, a stand-in).
+
+    Only processes writing one index race (see :func:`between_processes`): two kernels, or
+    one kernel cached in two folders (two checkouts), compile at once, as two pytest-xdist
+    workers on two cores then do.
+    """
+    index = getattr(
+        getattr(getattr(kernel, "_cache", None), "_cache_file", None), "_index_path", None
+    )
+    if index is None:
+        return COMPILE_LOCK
+    digest = hashlib.sha1(str(index).encode()).hexdigest()[:16]
+    return COMPILE_LOCK.with_name(f"{COMPILE_LOCK.stem}-{digest}{COMPILE_LOCK.suffix}")
+
+
 @contextlib.contextmanager
-def between_processes() -> Iterator[None]:
-    """Hold the file lock that processes take in turn to compile a kernel.
+def between_processes(lock: Path | None = None) -> Iterator[None]:
+    """Hold the file lock ``lock`` (by default :data:`COMPILE_LOCK`) that processes take in
+    turn to compile, or load, the code of one kernel.
 
     numba saves a cache entry by reading the index file, adding the entry and writing it
     back, with no lock: two processes compiling two specialisations of one kernel at once
@@ -167,7 +187,7 @@ def between_processes() -> Iterator[None]:
     except ImportError:
         yield
         return
-    with open(COMPILE_LOCK, "a") as handle:
+    with open(COMPILE_LOCK if lock is None else lock, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

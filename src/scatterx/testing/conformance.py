@@ -28,9 +28,17 @@ for the native rows alone (the library rows are ~6600 tests on numpy and numba);
 backend, a library not installed) is one test, ``test_missing_column_is_said``, not one
 skip per case; so are the gather cases of a column whose backend has no ``gather_elements``.
 The gather cases add ~2900 tests on numpy, numba and dask, ~11 s of CPU in all, most
-of it Dask's graphs. The native numba rows cost 5.5 min cold. Were the library rows to
-grow past a couple of minutes, running them on the JIT backends for a subset that still
-covers every family and every dtype x reduction would be the way to cut them.
+of it Dask's graphs. The native numba rows cost 5.5 min cold.
+
+On a JIT backend (:data:`JIT_BACKENDS`) the cost is compiling: each dtype, reduction,
+strategy, index dtype and data layout that a case meets may be a signature of its own,
+seconds each on a cold cache. There the families that vary strategy and layout
+(:data:`COVER_FAMILIES`) run by default for one dtype of each width-and-kind the kernels
+fold (:data:`COVER_DTYPES`); their rows of the other dtypes are marked ``slow``
+(``python -m pytest -m slow``, which ``.ci/run`` runs), as they compile 14 signatures
+more and test the same code. Every other family, every dtype x reduction of the
+generated families, and every row of the other backends run by default;
+``python -m scatterx check`` runs the whole matrix.
 """
 
 from __future__ import annotations
@@ -49,6 +57,19 @@ from scatterx.testing.plugin import skip_or_fail, skip_or_fail_library
 CASES = matrix_cases()
 BACKENDS = [record.name for record in backends()]
 COLUMNS = (NATIVE, *LIBRARIES)
+#: Backends that compile code for each kind of call.
+JIT_BACKENDS = frozenset({"numba"})
+#: Families whose JIT rows run by default only for :data:`COVER_DTYPES`.
+COVER_FAMILIES = frozenset({"strategy", "layout", "gather-layout"})
+#: 0/1 bytes, a signed integer (folded as unsigned where the bits allow), a float.
+COVER_DTYPES = frozenset({"bool", "int32", "float32"})
+
+
+def in_default_run(backend: str, case: ConformanceCase) -> bool:
+    """Whether ``case`` runs on ``backend`` without ``-m slow`` (see the module's text)."""
+    if backend not in JIT_BACKENDS or case.family not in COVER_FAMILIES:
+        return True
+    return case.dtype_key in COVER_DTYPES
 
 
 def _chosen_libraries(config: pytest.Config) -> list[str]:
@@ -63,14 +84,18 @@ def _chosen_libraries(config: pytest.Config) -> list[str]:
 def _param(backend: str, library: str, case: ConformanceCase) -> Any:
     """One test, with its xdist group: one dtype and reduction (or gather), so that with
     ``pytest -n N --dist loadgroup`` each compiled signature of a JIT backend is compiled
-    by one worker, not by every worker that meets it (the library rows reuse it)."""
+    by one worker, not by every worker that meets it (the library rows reuse it); marked
+    slow outside :func:`in_default_run`."""
     names = [backend] if library == NATIVE else [backend, library]
+    marks = [pytest.mark.xdist_group(case.signature)]
+    if not in_default_run(backend, case):
+        marks.append(pytest.mark.slow)
     return pytest.param(
         backend,
         None if library == NATIVE else library,
         case,
         id="-".join([*names, case.name]),
-        marks=pytest.mark.xdist_group(case.signature),
+        marks=marks,
     )
 
 
