@@ -103,7 +103,8 @@ def shared_errors() -> SharedErrors:
     data = np.arange(12, dtype=np.float32).reshape(3, 4)
     idx = i64([[0, 1], [2, 0]])
     upd = f32([[1, 2], [3, 4]])
-    fix = r"indices\.astype\(np\.int64\)"
+    # NumPy-like arrays are told astype, torch tensors .to (each library's own spelling).
+    fix = r"indices\.(astype\(np\.int64\)|to\(torch\.int64\))"
     call = [
         ErrorRow("axis-float", TypeError, r"axis must be an int, got float", data, idx, 1.0, upd),
         ErrorRow("axis-bool", TypeError, r"axis must be an int, got bool", data, idx, True, upd),
