@@ -4,12 +4,21 @@ While :func:`results_into` holds a buffer, the first :func:`scatterx.backend.emp
 of its shape and dtype in this context returns it instead of new memory, so a backend
 that makes its result there writes straight into XLA's result buffer, with the
 semantics of a new result (no ``out=``: nothing to keep as it was when the call fails).
+
+XLA's CPU buffers are fresh memory on every call, and a large one faults in 4 KiB page by
+page as the kernel writes it: on last-axis-sparse (a 32 MiB result) 8,193 faults a call,
+which took 2.5x the CPU time of the whole call on NumPy arrays. NumPy asks Linux for
+transparent huge pages under its own large arrays (``madvise(MADV_HUGEPAGE)`` from 4 MiB);
+:func:`results_into` asks the same for a large lent buffer, and the faults drop to 528.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import ctypes
+import functools
+import sys
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
@@ -21,6 +30,7 @@ _LENT: ContextVar[list[np.ndarray[Any, Any]] | None] = ContextVar("scatterx_resu
 @contextlib.contextmanager
 def results_into(buffer: np.ndarray[Any, Any]) -> Iterator[None]:
     """Lend ``buffer`` (C-ordered, writable) to the first result of its shape and dtype."""
+    advise_huge_pages(buffer)
     token = _LENT.set([buffer])
     try:
         yield
@@ -38,3 +48,43 @@ def lent(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any] |
         return None
     found.clear()
     return buffer
+
+
+#: From this size a lent buffer is given huge pages, as NumPy does for its own arrays.
+HUGE_PAGES_FROM_BYTES = 1 << 22
+#: The size of a transparent huge page on x86-64 and arm64 Linux.
+HUGE_PAGE = 1 << 21
+_MADV_HUGEPAGE = 14
+
+
+def advise_huge_pages(buffer: np.ndarray[Any, Any]) -> None:
+    """Ask Linux for transparent huge pages under the whole 2 MiB pages of a large
+    ``buffer`` not written yet, so that writing it faults once per 2 MiB, not per 4 KiB.
+
+    Advice only: where the kernel has no huge pages (another system, THP ``never``) the
+    call fails quietly and nothing changes; the memory and its contents are untouched.
+    """
+    if buffer.nbytes < HUGE_PAGES_FROM_BYTES:
+        return
+    madvise = _madvise()
+    if madvise is None:
+        return
+    address = buffer.ctypes.data
+    start = -(-address // HUGE_PAGE) * HUGE_PAGE
+    end = (address + buffer.nbytes) // HUGE_PAGE * HUGE_PAGE
+    if end > start:
+        madvise(start, end - start, _MADV_HUGEPAGE)
+
+
+@functools.cache
+def _madvise() -> Callable[[int, int, int], int] | None:
+    """libc's ``madvise`` on Linux, else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function

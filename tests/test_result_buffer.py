@@ -1,0 +1,86 @@
+"""XLA's result buffers lent to a backend's result, and the huge pages asked for them."""
+
+from __future__ import annotations
+
+import mmap
+import resource
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scatterx import _result_buffer
+from scatterx._result_buffer import HUGE_PAGE, advise_huge_pages, lent, results_into
+
+THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def _advised(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
+    calls: list[tuple[int, int, int]] = []
+
+    def madvise(address: int, length: int, advice: int) -> int:
+        calls.append((address, length, advice))
+        return 0
+
+    monkeypatch.setattr(_result_buffer, "_madvise", lambda: madvise)
+    return calls
+
+
+def test_a_large_lent_buffer_is_advised_over_its_whole_huge_pages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _advised(monkeypatch)
+    buffer = np.empty((5 << 20) + 12345, np.uint8)[7:]  # no page boundary at either end
+    with results_into(buffer):
+        assert lent(buffer.shape, buffer.dtype) is buffer
+    ((address, length, advice),) = calls
+    first, last = buffer.ctypes.data, buffer.ctypes.data + buffer.nbytes
+    assert advice == 14  # MADV_HUGEPAGE
+    assert address % HUGE_PAGE == 0
+    assert length % HUGE_PAGE == 0
+    assert length > 0
+    assert first <= address < first + HUGE_PAGE
+    assert last - HUGE_PAGE < address + length <= last
+
+
+def test_small_buffers_are_not_advised(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _advised(monkeypatch)
+    with results_into(np.empty((1 << 22) - 1, np.uint8)):
+        pass
+    assert calls == []
+
+
+def test_a_buffer_without_a_whole_huge_page_is_not_advised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = _advised(monkeypatch)
+    monkeypatch.setattr(_result_buffer, "HUGE_PAGES_FROM_BYTES", 1)
+    base = np.empty(3 * HUGE_PAGE, np.uint8)
+    start = -base.ctypes.data % HUGE_PAGE + HUGE_PAGE // 2  # straddles one boundary
+    advise_huge_pages(base[start : start + HUGE_PAGE])
+    assert calls == []
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not THP.exists() or "[never]" in THP.read_text(),
+    reason="needs Linux with transparent huge pages",
+)
+def test_writing_an_advised_buffer_faults_per_huge_page() -> None:
+    size = 16 * HUGE_PAGE
+    counts = []
+    for advise in (False, True):
+        memory = mmap.mmap(-1, size + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        buffer = np.frombuffer(memory, np.uint8)
+        buffer = buffer[-buffer.ctypes.data % HUGE_PAGE :][:size]
+        if advise:
+            advise_huge_pages(buffer)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        buffer.fill(1)
+        counts.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+        assert (buffer == 1).all()
+        del buffer
+        memory.close()
+    plain, advised = counts
+    assert plain >= size // mmap.PAGESIZE // 2
+    assert advised < plain // 8
