@@ -1,4 +1,5 @@
-"""XLA's result buffers lent to a backend's result, and the huge pages asked for them."""
+"""Fresh results' memory: XLA's result buffers lent to a backend's result, the huge pages
+asked for them, and the alignment of large new arrays."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from scatterx import _result_buffer
 from scatterx._result_buffer import HUGE_PAGE, advise_huge_pages, lent, results_into
+from scatterx.backend import ALIGNMENT, PAGE_ALIGNED_FROM_BYTES, empty_aligned
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
@@ -84,3 +86,23 @@ def test_writing_an_advised_buffer_faults_per_huge_page() -> None:
     plain, advised = counts
     assert plain >= size // mmap.PAGESIZE // 2
     assert advised < plain // 8
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "alignment"),
+    [
+        (PAGE_ALIGNED_FROM_BYTES - ALIGNMENT, ALIGNMENT),
+        (PAGE_ALIGNED_FROM_BYTES, HUGE_PAGE),
+        (3 * PAGE_ALIGNED_FROM_BYTES // 2 + 4, HUGE_PAGE),
+    ],
+)
+def test_results_over_glibcs_mmap_threshold_start_on_a_huge_page(
+    nbytes: int, alignment: int
+) -> None:
+    for _ in range(3):  # each allocation anew: the alignment is not the allocator's luck
+        result = empty_aligned((nbytes // 4,), np.float32)
+        assert result.ctypes.data % alignment == 0
+        assert result.flags.c_contiguous
+        assert result.flags.writeable
+        assert result.nbytes == nbytes // 4 * 4
+        result[-1] = 1.0  # the whole array is the caller's

@@ -31,7 +31,7 @@ from ._errors import BackendError, out_of_bounds_error
 from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import register_backend
 from ._request import GatherRequest, Request, ScatterRequest
-from ._result_buffer import lent
+from ._result_buffer import HUGE_PAGE, lent
 
 __all__ = [
     "ALIGNED_FROM_BYTES",
@@ -65,6 +65,11 @@ ALIGNMENT = 64
 #: Results smaller than this come from ``np.empty``: aligning costs more than the copy JAX
 #: makes of them.
 ALIGNED_FROM_BYTES = 1 << 16
+#: Results from this size start on a 2 MiB boundary. glibc maps memory of every call anew
+#: for them (its mmap threshold stops growing at 32 MiB), NumPy asks for transparent huge
+#: pages, and only the whole 2 MiB pages of a buffer get one: aligned, the first 2 MiB
+#: fault once, not 512 times (docs/performance.md, "Fresh results").
+PAGE_ALIGNED_FROM_BYTES = 1 << 25
 
 
 def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
@@ -104,8 +109,9 @@ def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     size = math.prod(shape) * dtype.itemsize
     if size < ALIGNED_FROM_BYTES or dtype.hasobject or dtype.kind in "TUS":
         return np.empty(shape, dtype)
-    buffer = np.empty(size + ALIGNMENT, np.uint8)
-    start = -buffer.ctypes.data % ALIGNMENT
+    alignment = HUGE_PAGE if size + ALIGNMENT > PAGE_ALIGNED_FROM_BYTES else ALIGNMENT
+    buffer = np.empty(size + alignment, np.uint8)
+    start = -buffer.ctypes.data % alignment
     aligned: np.ndarray[Any, Any] = buffer[start : start + size].view(dtype).reshape(shape)
     return aligned
 
