@@ -152,6 +152,21 @@ def _fold(
         state = key
 
 
+def _width(chunks: tuple[int, ...]) -> int:
+    """The length of every chunk but the last, where the last is no longer; else 0."""
+    first = chunks[0]
+    same = all(n == first for n in chunks[:-1]) and chunks[-1] <= first
+    return first if same else 0
+
+
+def _runs(rows: int, targets: int) -> list[range]:
+    """The blocks of updates along the axis that each split reads: runs of consecutive
+    blocks, as many as data's blocks along the axis (fewer tasks in the butterfly), of
+    at most :data:`ROUTE_FAN_IN` blocks each (the memory of one task)."""
+    width = max(1, min(ROUTE_FAN_IN, rows // targets))
+    return [range(lo, min(lo + width, rows)) for lo in range(0, rows, width)]
+
+
 def _routed(
     graph: dict[Any, Any],
     request: ScatterRequest,
@@ -165,20 +180,23 @@ def _routed(
     :data:`ROUTE_FAN_IN` (see :mod:`scatterx_dask._route`), one flat call per block."""
     data, axis = request.data, request.axis
     indices, updates = arrays
-    origins, targets = indices.numblocks[axis], data.numblocks[axis]
-    spans = (np.asarray(_starts(data.chunks[axis]), dtype=np.int64), request.axis_size)
+    rows, targets = indices.numblocks[axis], data.numblocks[axis]
+    starts = np.asarray(_starts(data.chunks[axis]), dtype=np.int64)
+    spans = (starts, request.axis_size, _width(data.chunks[axis]))
     shape = tuple(1 if d == axis else data.chunks[d][i] for d, i in enumerate(column))
     here = column[:axis], column[axis + 1 :]
 
     def at(row: int) -> tuple[int, ...]:
         return (*here[0], row, *here[1])
 
+    runs = _runs(rows, targets)
+    origins = len(runs)
     lanes = {}
-    for row in range(origins):
-        key = (f"{name}-split", *at(row))
-        parts = ((indices.name, *at(row)), (updates.name, *at(row)))
+    for origin, run in enumerate(runs):
+        key = (f"{name}-split", *at(origin))
+        parts = ([(a.name, *at(row)) for row in run] for a in (indices, updates))
         graph[key] = (_route.split, *parts, axis, spans, shape)
-        lanes[row] = key
+        lanes[origin] = key
     count, base = _route.stages(origins, targets, ROUTE_FAN_IN)
     for stage in range(count):
         placed, wider = base**stage, base ** (stage + 1)
