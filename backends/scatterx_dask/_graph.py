@@ -49,8 +49,15 @@ from ._plan import Plan
 #: How many blocks' first bad indices one task of the guard's tree takes.
 FAN_IN = 32
 
+#: A task of the guard checks several blocks of indices while they hold fewer elements.
+_SMALL_CHECK = 1 << 16
+
 #: The most lanes one task of the routing butterfly reads (dask's shuffle's max branch).
 ROUTE_FAN_IN = 32
+
+#: The most updates a split reads from several blocks beyond the ones it needs to read to
+#: make as many lanes as data has blocks along the axis (small blocks: fewer tasks).
+SMALL_RUN = 1 << 16
 
 
 def _starts(sizes: tuple[int, ...]) -> list[int]:
@@ -66,12 +73,19 @@ def _spans(axis_chunks: tuple[int, ...], size: int) -> list[tuple[int, int, int]
 def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int) -> str:
     """Add the guard's tasks for ``indices`` (a clone); return the guard's key."""
     starts = [_starts(sizes) for sizes in indices.chunks]
-    level = []
-    for block in itertools.product(*(range(n) for n in indices.numblocks)):
-        key = (f"{name}-check", *block)
-        offsets = tuple(starts[d][i] for d, i in enumerate(block))
-        graph[key] = (_tasks.first_bad, (indices.name, *block), offsets, indices.shape, size)
-        level.append(key)
+    level: list[Any] = []
+    group: list[tuple[Any, tuple[int, ...]]] = []
+    held = 0
+    blocks = list(itertools.product(*(range(n) for n in indices.numblocks)))
+    for number, block in enumerate(blocks):
+        group.append(((indices.name, *block), tuple(starts[d][i] for d, i in enumerate(block))))
+        held += math.prod(indices.chunks[d][i] for d, i in enumerate(block))
+        if len(group) == FAN_IN or held >= _SMALL_CHECK or number == len(blocks) - 1:
+            key = (f"{name}-check", len(level))
+            keys, offsets = zip(*group, strict=True)
+            graph[key] = (_tasks.first_bad_of, list(keys), offsets, indices.shape, size)
+            level.append(key)
+            group, held = [], 0
     depth = 0
     while len(level) > 1:
         depth += 1
@@ -159,12 +173,23 @@ def _width(chunks: tuple[int, ...]) -> int:
     return first if same else 0
 
 
-def _runs(rows: int, targets: int) -> list[range]:
+def _runs(sizes: tuple[int, ...], targets: int, across: int) -> list[range]:
     """The blocks of updates along the axis that each split reads: runs of consecutive
-    blocks, as many as data's blocks along the axis (fewer tasks in the butterfly), of
-    at most :data:`ROUTE_FAN_IN` blocks each (the memory of one task)."""
-    width = max(1, min(ROUTE_FAN_IN, rows // targets))
-    return [range(lo, min(lo + width, rows)) for lo in range(0, rows, width)]
+    blocks (of ``sizes`` along the axis, ``across`` elements off it), at most
+    :data:`ROUTE_FAN_IN` of them, as many as needed for about as many runs as data's
+    ``targets`` blocks along the axis, or more while the run holds at most
+    :data:`SMALL_RUN` updates: fewer tasks in the butterfly, and a task's memory bounded
+    by ``ROUTE_FAN_IN`` blocks of updates (or ``SMALL_RUN`` of them)."""
+    least = max(1, min(ROUTE_FAN_IN, len(sizes) // targets))
+    runs: list[range] = []
+    low, held = 0, 0
+    for row, size in enumerate(sizes):
+        count = row - low
+        if count == ROUTE_FAN_IN or (count >= least and held + size * across > SMALL_RUN):
+            runs.append(range(low, row))
+            low, held = row, 0
+        held += size * across
+    return [*runs, range(low, len(sizes))]
 
 
 def _routed(
@@ -180,7 +205,7 @@ def _routed(
     :data:`ROUTE_FAN_IN` (see :mod:`scatterx_dask._route`), one flat call per block."""
     data, axis = request.data, request.axis
     indices, updates = arrays
-    rows, targets = indices.numblocks[axis], data.numblocks[axis]
+    targets = data.numblocks[axis]
     starts = np.asarray(_starts(data.chunks[axis]), dtype=np.int64)
     spans = (starts, request.axis_size, _width(data.chunks[axis]))
     shape = tuple(1 if d == axis else data.chunks[d][i] for d, i in enumerate(column))
@@ -189,7 +214,8 @@ def _routed(
     def at(row: int) -> tuple[int, ...]:
         return (*here[0], row, *here[1])
 
-    runs = _runs(rows, targets)
+    across = math.prod(n for d, n in enumerate(shape) if d != axis)
+    runs = _runs(indices.chunks[axis], targets, across)
     origins = len(runs)
     lanes = {}
     for origin, run in enumerate(runs):

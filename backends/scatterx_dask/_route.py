@@ -86,11 +86,10 @@ def split(
         flat = _flat(ran.local, (dest, ran.order), block.shape, lengths, axis, block_shape)
         flat = flat.astype(kind)
     values, counts = ran.values, ran.counts
-    ends = np.cumsum(counts).tolist()
+    ends = np.cumsum(counts)
     return {
-        k: [(flat[lo:hi], values[lo:hi])]
-        for k, (lo, hi) in enumerate(zip([0, *ends[:-1]], ends, strict=True))
-        if hi > lo
+        k: [(flat[ends[k] - counts[k] : ends[k]], values[ends[k] - counts[k] : ends[k]])]
+        for k in np.flatnonzero(counts).tolist()
     }
 
 
