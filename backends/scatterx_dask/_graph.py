@@ -3,11 +3,11 @@
 Scatter. A block of the result that no update reaches is a copy of data's block. With data
 whole along the axis, every other block is a chain of tasks folding the blocks of updates
 of its columns into data's block, in ascending axis order (the order of the contract), each
-task one in-memory call. With data in ``K`` blocks along the axis, each block of updates is
-split once by destination and the pieces routed to their blocks through a butterfly of
-fan-in at most :data:`ROUTE_FAN_IN` (dask's task-based shuffle; see
-:mod:`scatterx_dask._route`), joined in axis order; the last stage's task of each block
-applies them with one flat call.
+task one in-memory call. With data in ``K`` blocks along the axis, each run of blocks of
+updates (see :func:`_runs`) is split once by destination and the pieces routed to their
+blocks through a butterfly of fan-in at most :data:`ROUTE_FAN_IN` (dask's task-based
+shuffle; see :mod:`scatterx_dask._route`), in axis order; the last stage's task of each
+block joins them and applies them with one flat call.
 
 Gather. Each block of the result (a block of indices, lined up with data's columns) reads
 the blocks of data of its columns: one in-memory call where data is whole along the axis,
@@ -18,19 +18,19 @@ one of data at a time.
 Before any chain starts (unless one in-memory call reads every index: it checks them
 itself), a guard checks every index against the axis's bounds, on a
 clone of the indices' graph (so that no block of indices waits in memory for the
-chains): its tasks find each block's first bad index, a tree of small tasks the first of
+chains): its tasks find the first bad index of a few blocks each, a tree of small tasks the first of
 all, and the guard raises the contract's IndexError for it. Every block of the result that
 reads indices waits for the guard, so any computation of such blocks (the whole result or
 a part) reads every index once more, and raises for the first bad index of the whole, in
 C order; a block of a scatter that no update reaches reads no index and raises nothing.
 
-Tasks: one per block of indices for the guard (and its tree, a few percent more). A scatter
-with data whole along the axis: one per block of indices (and updates). With ``R`` blocks
-of updates along the axis and ``K`` of data, per column: ``R`` splits, about
-``max(R, K)`` per stage of the butterfly over ``ceil(log_F max(R, K))`` stages (``K`` in
-the last, which applies): ``O((R + K) log(R + K))``. A gather with data in ``K`` chunks
-along the axis reads every block of data along the axis for each block of indices: ``K``
-tasks per block.
+Tasks: at most one per block of indices for the guard (and its tree, a few percent more).
+A scatter with data whole along the axis: one per block of indices (and updates). With
+``R`` blocks of updates along the axis and ``K`` of data, per column: ``L`` splits (about
+``min(R, K)``, at least ``R / ROUTE_FAN_IN``), about ``max(L, K)`` per stage of the
+butterfly over ``ceil(log_F max(L, K))`` stages (``K`` in the last, which applies):
+``O((R + K) log(R + K))``. A gather with data in ``K`` chunks along the axis reads every
+block of data along the axis for each block of indices: ``K`` tasks per block.
 """
 
 from __future__ import annotations

@@ -1,16 +1,17 @@
 """The tasks that route updates to the blocks of data along the axis, as a shuffle does.
 
 With data in ``K`` blocks along the axis, a block of indices may aim at any of them. Each
-block of indices and updates is *split* once by destination: the updates aimed at block
-``k`` of data become a *piece*, their flat positions in that block (C order) and their
-values, in the C order of the block of indices. Pieces then travel through the stages of
-a butterfly (dask's task-based shuffle): at stage ``s`` each lane takes, from the ``F``
-lanes that differ from it in digit ``s`` (base ``F``), the pieces whose destination has
-its own digit ``s``, and joins them in the order of those lanes. Origins are numbered by
-their place along the axis and digits are fixed lowest first, so a lane always holds, for
-each destination, the pieces of a contiguous run of origins, joined in ascending order:
-after the last stage, lane ``k`` holds every update aimed at block ``k`` of data, in the
-order of the contract's loop per element. One flat in-memory call applies them.
+run of consecutive blocks of indices and updates along the axis is *split* once by
+destination (:mod:`scatterx_dask._split` sorts it): the updates aimed at block ``k`` of
+data become a *piece*, their flat positions in that block (C order) and their values, in
+the C order of the run. Pieces then travel through the stages of a butterfly (dask's
+task-based shuffle): at stage ``s`` each lane takes, from the ``F`` lanes that differ
+from it in digit ``s`` (base ``F``), the pieces whose destination has its own digit
+``s``, and lists them in the order of those lanes. Origins are numbered by their place
+along the axis and digits are fixed lowest first, so a lane always holds, for each
+destination, the pieces of a contiguous run of origins, in ascending order: after the
+last stage, lane ``k`` holds every update aimed at block ``k`` of data, in the order of
+the contract's loop per element. It joins them, and one flat in-memory call applies them.
 
 Every function here is at module level, so that a ``distributed`` worker can unpickle it.
 """
