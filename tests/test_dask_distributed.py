@@ -171,6 +171,38 @@ def test_out_of_bounds_raises_the_first_in_c_order(
         _compute(lazy, where, request)
 
 
+@pytest.mark.parametrize("bad", [False, True])
+def test_arrays_persisted_on_the_cluster(client: Any, bad: bool) -> None:
+    """Blocks held as futures (``client.persist``): the guard reads them as they are (its
+    clone of their graph once lost them), data chunked along the axis or not."""
+    rng = np.random.default_rng(int(bad))
+    data = rng.standard_normal((30, 4)).astype(np.float32)
+    indices = rng.integers(-30, 30, (50, 4))
+    if bad:
+        indices[[7, 31], [2, 0]] = [30, -31]
+    updates = rng.standard_normal((50, 4)).astype(np.float32)
+    for data_chunks in [(30, 2), (7, 2)]:
+        held = client.persist(
+            [
+                da.from_array(data, chunks=data_chunks),
+                da.from_array(indices, chunks=(9, 2)),
+                da.from_array(updates, chunks=(9, 2)),
+            ]
+        )
+        distributed.wait(held)
+        lazy = scatterx.scatter_elements(*held, axis=0, reduction="add")
+        if bad:
+            message = str(out_of_bounds_error(30, (7, 2), 0, 30))
+            with pytest.raises(IndexError, match=re.escape(message)):
+                client.compute(lazy).result()
+            continue
+        expected = scatterx.scatter_elements(
+            data, indices, updates, axis=0, reduction="add", backend="numpy"
+        )
+        got = client.compute(lazy).result()
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
 def _cores_in_worker() -> dict[str, int]:
     """What a task sees of the cores of its worker."""
     import numba

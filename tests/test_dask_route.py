@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx_dask import _graph, _route
+from scatterx_dask import _graph, _route, _split
 
 da = pytest.importorskip("dask.array")
 
@@ -105,4 +105,82 @@ def test_a_bad_string_is_told_at_its_place_in_the_whole_array(operation: str) ->
         call = scatterx.gather_elements(da.from_array(words, chunks=(3, 2)), indices)
         told = r"got None \(NoneType\) at position \(4,\)"
     with pytest.raises(TypeError, match=told):
+        call.compute()
+
+
+@pytest.mark.parametrize(
+    ("chunks", "dtype"),
+    [
+        ((1000,) * 9 + (537,), np.float32),  # regular: found by a product
+        ((1500, 0, 2500, 3000, 2037), np.float64),  # irregular, an empty block: a search
+        ((1000,) * 9 + (537,), np.float16),  # values numba does not move: numpy takes them
+        ((1000,) * 9 + (537,), np.dtype(">f4")),
+    ],
+)
+def test_the_counting_sort_matches_numpys_stable_sort(chunks: tuple[int, ...], dtype: Any) -> None:
+    """Runs of 2^16 updates and more go to the numba kernel: the same order, places and
+    values as numpy's stable sort, negative and out-of-bounds indices included."""
+    pytest.importorskip("numba")
+    size = sum(chunks)
+    rng = np.random.default_rng(len(chunks))
+    target = rng.integers(-size - 3, size + 3, _split.NUMBA_FROM + 17)
+    values = rng.standard_normal(target.size).astype(dtype)
+    starts = np.asarray(_graph._starts(chunks), dtype=np.int64)
+    spans = (size, _graph._width(chunks))
+    got = _split.by_destination(target, values, starts, spans, (np.int64, True))
+    order, local, counts = _split._numpy(target, starts, *spans)
+    np.testing.assert_array_equal(got.order, order)
+    np.testing.assert_array_equal(got.local, local)
+    np.testing.assert_array_equal(got.counts, counts)
+    assert got.values.dtype == values.dtype
+    np.testing.assert_array_equal(got.values.view(np.uint8), values[order].view(np.uint8))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_large_runs_keep_the_loops_bits(axis: int) -> None:
+    """Runs large enough for the counting sort, data in irregular blocks along the axis,
+    2-D (flat positions from the order): float32 sums, bitwise the numpy backend's."""
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(axis)
+    shape, index_shape = [[50, 3], [3, 50]][axis], [[140_000, 3], [3, 140_000]][axis]
+    data = rng.standard_normal(shape).astype(np.float32)
+    indices = rng.integers(-50, 50, index_shape)
+    updates = (rng.standard_normal(index_shape) * 1e3).astype(np.float32)
+    along = (7, 13, 20, 10)
+    data_chunks = [(along, (2, 1)), ((2, 1), along)][axis]
+    index_chunks = [((70_000, 70_000), (2, 1)), ((2, 1), (70_000, 70_000))][axis]
+    got = scatterx.scatter_elements(
+        da.from_array(data, chunks=data_chunks),
+        da.from_array(indices, chunks=index_chunks),
+        da.from_array(updates, chunks=index_chunks),
+        axis=axis,
+        reduction="add",
+    ).compute()
+    expected = scatterx.scatter_elements(
+        data, indices, updates, axis=axis, reduction="add", backend="numpy"
+    )
+    np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
+def test_runs_of_blocks_bound_a_splits_memory() -> None:
+    fan_in, small = _graph.ROUTE_FAN_IN, _graph.SMALL_RUN
+    # 1,000 blocks of updates to 100 of data: runs of 10, as many lanes as blocks
+    assert _graph._runs((100_000,) * 1000, 100, 1) == [range(i, i + 10) for i in range(0, 1000, 10)]
+    # blocks of 1 element: runs of the fan-in, the most blocks a task reads
+    assert [len(r) for r in _graph._runs((1,) * 100, 100, 1)] == [fan_in] * 3 + [4]
+    # large blocks, as many as data's: one each
+    assert _graph._runs((small,) * 5, 5, 1) == [range(i, i + 1) for i in range(5)]
+    # small blocks with many elements off the axis: runs up to SMALL_RUN updates
+    runs = _graph._runs((4,) * 40, 40, small // 8)
+    assert [len(r) for r in runs] == [2] * 20
+
+
+def test_the_guard_finds_the_first_bad_index_across_blocks_it_checks_together() -> None:
+    indices = np.zeros(40, np.int64)
+    indices[[33, 17, 30]] = [-12, 9, 8]  # the first in C order, checked with the third
+    data = da.zeros(8, chunks=2)
+    call = scatterx.scatter_elements(
+        data, da.from_array(indices, chunks=1), da.ones(40, chunks=1), reduction="add"
+    )
+    with pytest.raises(IndexError, match=r"index 9 at position \(17,\)"):
         call.compute()

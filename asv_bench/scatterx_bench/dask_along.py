@@ -87,8 +87,8 @@ class AlongResult:
     total: float  # the float64 sum of the result
 
 
-def _summed(config: AlongConfig) -> tuple[Any, int, float]:
-    data, indices, updates = along_arrays(config)
+def _summed(config: AlongConfig, arrays: tuple[Any, ...] | None = None) -> tuple[Any, int, float]:
+    data, indices, updates = along_arrays(config) if arrays is None else arrays
     began = time.perf_counter()
     result = scatter_elements(data, indices, updates, reduction="add")
     tasks = len(result.__dask_graph__())
@@ -96,9 +96,13 @@ def _summed(config: AlongConfig) -> tuple[Any, int, float]:
     return result.astype(np.float64).sum(), tasks, build_s
 
 
-def run_threads(config: AlongConfig) -> AlongResult:
-    """The case on the threaded scheduler of this process."""
-    summed, tasks, build_s = _summed(config)
+def run_threads(config: AlongConfig, persist: bool = False) -> AlongResult:
+    """The case on the threaded scheduler of this process; with ``persist``, its arrays
+    made first and held in memory, so that the compute times the scatter alone."""
+    dask = _module("dask")
+    arrays = dask.persist(*along_arrays(config), scheduler="threads") if persist else None
+    _warm()
+    summed, tasks, build_s = _summed(config, arrays)
     _peak_rss(True)
     began = time.perf_counter()
     total = float(summed.compute(scheduler="threads"))
@@ -109,14 +113,18 @@ def run_threads(config: AlongConfig) -> AlongResult:
 
 def _warm() -> float:
     """In a worker: one small case through the dask backend, as the timed one runs."""
-    small = AlongConfig(size=4096, data_chunks=4, updates=65536, update_chunks=4)
+    small = AlongConfig(size=4096, data_chunks=4, updates=1 << 18, update_chunks=2)
     data, indices, updates = (a.compute(scheduler="sync") for a in along_arrays(small))
-    scatter_elements(data, indices, updates, reduction="add")  # the in-memory blocks' backend
+    for kind in (np.int64, np.int32):  # the in-memory blocks' backend, the routed positions
+        scatter_elements(data, indices.astype(kind), updates, reduction="add")
     return float(_summed(small)[0].compute(scheduler="sync"))
 
 
-def run_cluster(config: AlongConfig, workers: int, memory_limit: str) -> AlongResult:
-    """The case on a new ``LocalCluster`` of ``workers`` one-thread worker processes."""
+def run_cluster(
+    config: AlongConfig, workers: int, memory_limit: str, persist: bool = False
+) -> AlongResult:
+    """The case on a new ``LocalCluster`` of ``workers`` one-thread worker processes
+    (``persist``: as for :func:`run_threads`, its arrays held in the workers' memory)."""
     distributed = _module("distributed")
     with (
         distributed.LocalCluster(
@@ -130,8 +138,12 @@ def run_cluster(config: AlongConfig, workers: int, memory_limit: str) -> AlongRe
     ):
         client.wait_for_workers(workers)
         client.run(_warm)  # scatterx and numba imported, kernels loaded: not timed
+        arrays = None
+        if persist:
+            arrays = client.persist(along_arrays(config))
+            distributed.wait(arrays)
         client.run(_peak_rss, True)
-        summed, tasks, build_s = _summed(config)
+        summed, tasks, build_s = _summed(config, arrays)
         began = time.perf_counter()
         total = float(client.compute(summed).result())
         compute_s = time.perf_counter() - began
@@ -185,6 +197,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-threads", action="store_true", help="skip the threaded run")
     parser.add_argument("--memory-limit", default="2GiB", help="per worker (default: 2GiB)")
     parser.add_argument("--numba", action="store_true", help="time the in-memory numba call")
+    parser.add_argument(
+        "--persist", action="store_true", help="make the arrays first: time the scatter alone"
+    )
     args = parser.parse_args(argv)
     print(HEADER, flush=True)  # each row as soon as it is measured
     for config in map(AlongConfig.parse, args.specs):
@@ -192,7 +207,9 @@ def main(argv: list[str] | None = None) -> None:
         places: list[int] = ([] if args.no_threads else [0]) + list(args.workers or ())
         for workers in places:
             found = (
-                run_cluster(config, workers, args.memory_limit) if workers else run_threads(config)
+                run_cluster(config, workers, args.memory_limit, args.persist)
+                if workers
+                else run_threads(config, args.persist)
             )
             print(along_row(found, fast), flush=True)
 

@@ -3,11 +3,11 @@
 Scatter. A block of the result that no update reaches is a copy of data's block. With data
 whole along the axis, every other block is a chain of tasks folding the blocks of updates
 of its columns into data's block, in ascending axis order (the order of the contract), each
-task one in-memory call. With data in ``K`` blocks along the axis, each block of updates is
-split once by destination and the pieces routed to their blocks through a butterfly of
-fan-in at most :data:`ROUTE_FAN_IN` (dask's task-based shuffle; see
-:mod:`scatterx_dask._route`), joined in axis order; the last stage's task of each block
-applies them with one flat call.
+task one in-memory call. With data in ``K`` blocks along the axis, each run of blocks of
+updates (see :func:`_runs`) is split once by destination and the pieces routed to their
+blocks through a butterfly of fan-in at most :data:`ROUTE_FAN_IN` (dask's task-based
+shuffle; see :mod:`scatterx_dask._route`), in axis order; the last stage's task of each
+block joins them and applies them with one flat call.
 
 Gather. Each block of the result (a block of indices, lined up with data's columns) reads
 the blocks of data of its columns: one in-memory call where data is whole along the axis,
@@ -18,19 +18,19 @@ one of data at a time.
 Before any chain starts (unless one in-memory call reads every index: it checks them
 itself), a guard checks every index against the axis's bounds, on a
 clone of the indices' graph (so that no block of indices waits in memory for the
-chains): its tasks find each block's first bad index, a tree of small tasks the first of
+chains): its tasks find the first bad index of a few blocks each, a tree of small tasks the first of
 all, and the guard raises the contract's IndexError for it. Every block of the result that
 reads indices waits for the guard, so any computation of such blocks (the whole result or
 a part) reads every index once more, and raises for the first bad index of the whole, in
 C order; a block of a scatter that no update reaches reads no index and raises nothing.
 
-Tasks: one per block of indices for the guard (and its tree, a few percent more). A scatter
-with data whole along the axis: one per block of indices (and updates). With ``R`` blocks
-of updates along the axis and ``K`` of data, per column: ``R`` splits, about
-``max(R, K)`` per stage of the butterfly over ``ceil(log_F max(R, K))`` stages (``K`` in
-the last, which applies): ``O((R + K) log(R + K))``. A gather with data in ``K`` chunks
-along the axis reads every block of data along the axis for each block of indices: ``K``
-tasks per block.
+Tasks: at most one per block of indices for the guard (and its tree, a few percent more).
+A scatter with data whole along the axis: one per block of indices (and updates). With
+``R`` blocks of updates along the axis and ``K`` of data, per column: ``L`` splits (about
+``min(R, K)``, at least ``R / ROUTE_FAN_IN``), about ``max(L, K)`` per stage of the
+butterfly over ``ceil(log_F max(L, K))`` stages (``K`` in the last, which applies):
+``O((R + K) log(R + K))``. A gather with data in ``K`` chunks along the axis reads every
+block of data along the axis for each block of indices: ``K`` tasks per block.
 """
 
 from __future__ import annotations
@@ -49,8 +49,15 @@ from ._plan import Plan
 #: How many blocks' first bad indices one task of the guard's tree takes.
 FAN_IN = 32
 
+#: A task of the guard checks several blocks of indices while they hold fewer elements.
+_SMALL_CHECK = 1 << 16
+
 #: The most lanes one task of the routing butterfly reads (dask's shuffle's max branch).
 ROUTE_FAN_IN = 32
+
+#: The most updates a split reads from several blocks beyond the ones it needs to read to
+#: make as many lanes as data has blocks along the axis (small blocks: fewer tasks).
+SMALL_RUN = 1 << 16
 
 
 def _starts(sizes: tuple[int, ...]) -> list[int]:
@@ -66,12 +73,19 @@ def _spans(axis_chunks: tuple[int, ...], size: int) -> list[tuple[int, int, int]
 def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int) -> str:
     """Add the guard's tasks for ``indices`` (a clone); return the guard's key."""
     starts = [_starts(sizes) for sizes in indices.chunks]
-    level = []
-    for block in itertools.product(*(range(n) for n in indices.numblocks)):
-        key = (f"{name}-check", *block)
-        offsets = tuple(starts[d][i] for d, i in enumerate(block))
-        graph[key] = (_tasks.first_bad, (indices.name, *block), offsets, indices.shape, size)
-        level.append(key)
+    level: list[Any] = []
+    group: list[tuple[Any, tuple[int, ...]]] = []
+    held = 0
+    blocks = list(itertools.product(*(range(n) for n in indices.numblocks)))
+    for number, block in enumerate(blocks):
+        group.append(((indices.name, *block), tuple(starts[d][i] for d, i in enumerate(block))))
+        held += math.prod(indices.chunks[d][i] for d, i in enumerate(block))
+        if len(group) == FAN_IN or held >= _SMALL_CHECK or number == len(blocks) - 1:
+            key = (f"{name}-check", len(level))
+            keys, offsets = zip(*group, strict=True)
+            graph[key] = (_tasks.first_bad_of, list(keys), offsets, indices.shape, size)
+            level.append(key)
+            group, held = [], 0
     depth = 0
     while len(level) > 1:
         depth += 1
@@ -152,6 +166,32 @@ def _fold(
         state = key
 
 
+def _width(chunks: tuple[int, ...]) -> int:
+    """The length of every chunk but the last, where the last is no longer; else 0."""
+    first = chunks[0]
+    same = all(n == first for n in chunks[:-1]) and chunks[-1] <= first
+    return first if same else 0
+
+
+def _runs(sizes: tuple[int, ...], targets: int, across: int) -> list[range]:
+    """The blocks of updates along the axis that each split reads: runs of consecutive
+    blocks (of ``sizes`` along the axis, ``across`` elements off it), at most
+    :data:`ROUTE_FAN_IN` of them, as many as needed for about as many runs as data's
+    ``targets`` blocks along the axis, or more while the run holds at most
+    :data:`SMALL_RUN` updates: fewer tasks in the butterfly, and a task's memory bounded
+    by ``ROUTE_FAN_IN`` blocks of updates (or ``SMALL_RUN`` of them)."""
+    least = max(1, min(ROUTE_FAN_IN, len(sizes) // targets))
+    runs: list[range] = []
+    low, held = 0, 0
+    for row, size in enumerate(sizes):
+        count = row - low
+        if count == ROUTE_FAN_IN or (count >= least and held + size * across > SMALL_RUN):
+            runs.append(range(low, row))
+            low, held = row, 0
+        held += size * across
+    return [*runs, range(low, len(sizes))]
+
+
 def _routed(
     graph: dict[Any, Any],
     request: ScatterRequest,
@@ -165,20 +205,24 @@ def _routed(
     :data:`ROUTE_FAN_IN` (see :mod:`scatterx_dask._route`), one flat call per block."""
     data, axis = request.data, request.axis
     indices, updates = arrays
-    origins, targets = indices.numblocks[axis], data.numblocks[axis]
-    spans = (np.asarray(_starts(data.chunks[axis]), dtype=np.int64), request.axis_size)
+    targets = data.numblocks[axis]
+    starts = np.asarray(_starts(data.chunks[axis]), dtype=np.int64)
+    spans = (starts, request.axis_size, _width(data.chunks[axis]))
     shape = tuple(1 if d == axis else data.chunks[d][i] for d, i in enumerate(column))
     here = column[:axis], column[axis + 1 :]
 
     def at(row: int) -> tuple[int, ...]:
         return (*here[0], row, *here[1])
 
+    across = math.prod(n for d, n in enumerate(shape) if d != axis)
+    runs = _runs(indices.chunks[axis], targets, across)
+    origins = len(runs)
     lanes = {}
-    for row in range(origins):
-        key = (f"{name}-split", *at(row))
-        parts = ((indices.name, *at(row)), (updates.name, *at(row)))
+    for origin, run in enumerate(runs):
+        key = (f"{name}-split", *at(origin))
+        parts = ([(a.name, *at(row)) for row in run] for a in (indices, updates))
         graph[key] = (_route.split, *parts, axis, spans, shape)
-        lanes[row] = key
+        lanes[origin] = key
     count, base = _route.stages(origins, targets, ROUTE_FAN_IN)
     for stage in range(count):
         placed, wider = base**stage, base ** (stage + 1)

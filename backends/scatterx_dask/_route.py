@@ -1,16 +1,17 @@
 """The tasks that route updates to the blocks of data along the axis, as a shuffle does.
 
 With data in ``K`` blocks along the axis, a block of indices may aim at any of them. Each
-block of indices and updates is *split* once by destination: the updates aimed at block
-``k`` of data become a *piece*, their flat positions in that block (C order) and their
-values, in the C order of the block of indices. Pieces then travel through the stages of
-a butterfly (dask's task-based shuffle): at stage ``s`` each lane takes, from the ``F``
-lanes that differ from it in digit ``s`` (base ``F``), the pieces whose destination has
-its own digit ``s``, and joins them in the order of those lanes. Origins are numbered by
-their place along the axis and digits are fixed lowest first, so a lane always holds, for
-each destination, the pieces of a contiguous run of origins, joined in ascending order:
-after the last stage, lane ``k`` holds every update aimed at block ``k`` of data, in the
-order of the contract's loop per element. One flat in-memory call applies them.
+run of consecutive blocks of indices and updates along the axis is *split* once by
+destination (:mod:`scatterx_dask._split` sorts it): the updates aimed at block ``k`` of
+data become a *piece*, their flat positions in that block (C order) and their values, in
+the C order of the run. Pieces then travel through the stages of a butterfly (dask's
+task-based shuffle): at stage ``s`` each lane takes, from the ``F`` lanes that differ
+from it in digit ``s`` (base ``F``), the pieces whose destination has its own digit
+``s``, and lists them in the order of those lanes. Origins are numbered by their place
+along the axis and digits are fixed lowest first, so a lane always holds, for each
+destination, the pieces of a contiguous run of origins, in ascending order: after the
+last stage, lane ``k`` holds every update aimed at block ``k`` of data, in the order of
+the contract's loop per element. It joins them, and one flat in-memory call applies them.
 
 Every function here is at module level, so that a ``distributed`` worker can unpickle it.
 """
@@ -22,11 +23,12 @@ from typing import Any
 
 import numpy as np
 
+from ._split import by_destination
 from ._tasks import copied, scatter_block
 
 Array = np.ndarray[Any, Any]
 Piece = tuple[Array, Array]  # flat positions in a block of data, and the values there
-Lane = dict[int, Piece]  # destination block along the axis -> its piece
+Lane = dict[int, list[Piece]]  # destination block along the axis -> its pieces, in order
 
 
 def stages(origins: int, destinations: int, fan_in: int) -> tuple[int, int]:
@@ -51,58 +53,82 @@ def exists(lane: int, placed: int, origins: int, destinations: int) -> bool:
 
 
 def split(
-    indices: Array,
-    updates: Array,
+    indices: list[Array],
+    updates: list[Array],
     axis: int,
-    spans: tuple[Array, int],
+    spans: tuple[Array, int, int],
     block_shape: tuple[int, ...],
 ) -> Lane:
-    """The pieces of one block of indices and updates, by destination block of data.
+    """The pieces of a run of blocks of indices and updates (consecutive along the axis,
+    joined there), by destination block of data.
 
     ``spans``: the starts of data's blocks along the axis (an array, which dask does not
-    walk through as it does a tuple), and its size; ``block_shape``
-    the shape of the data blocks of this column, the axis left as 1 (each block has its
-    own length there). It does not wait for the bounds guard (only the applies do, so that
-    dask's ordering of the graph does not tie every task to every block of indices): an
-    index out of bounds is sent to the nearest block, never applied, and raises nothing
-    here, so that the guard's error is the one raised.
+    walk through as it does a tuple), its size, and the length every block but the last
+    has where the last is no longer (0 where not: the blocks are found by a search, not a
+    division); ``block_shape`` the shape of the data blocks of this column, the axis left
+    as 1 (each block has its own length there). It does not wait for the bounds guard
+    (only the applies do, so that dask's ordering of the graph does not tie every task to
+    every block of indices): an index out of bounds is sent to the nearest block, never
+    applied, and raises nothing here, so that the guard's error is the one raised.
     """
-    starts, size = spans
-    target = np.asarray(indices).astype(np.int64).reshape(-1)
-    target[target < 0] += size
-    bounds = starts
-    dest = np.clip(np.searchsorted(bounds, target, side="right") - 1, 0, bounds.size - 1)
-    lengths = np.diff(np.append(bounds, size))
-    coords = np.unravel_index(np.arange(target.size), indices.shape)
+    block, values = _joined(indices, axis), _joined(updates, axis)
+    starts, size, width = spans
+    target = block.reshape(-1).astype(np.int64, copy=False)
+    lengths = np.diff(np.append(starts, size))
+    largest = int(lengths.max()) * math.prod(block_shape)
+    kind = np.int32 if largest < 2**31 else np.int64
+    flat = values.reshape(-1)
+    if block.ndim == 1:
+        ran = by_destination(target, flat, starts, (size, width), (kind, False))
+        flat = ran.local
+    else:
+        ran = by_destination(target, flat, starts, (size, width), (np.int64, True))
+        dest = np.repeat(np.arange(ran.counts.size), ran.counts)
+        flat = _flat(ran.local, (dest, ran.order), block.shape, lengths, axis, block_shape)
+        flat = flat.astype(kind)
+    values, counts = ran.values, ran.counts
+    ends = np.cumsum(counts)
+    return {
+        k: [(flat[ends[k] - counts[k] : ends[k]], values[ends[k] - counts[k] : ends[k]])]
+        for k in np.flatnonzero(counts).tolist()
+    }
+
+
+def _joined(blocks: list[Array], axis: int) -> Array:
+    if len(blocks) == 1:
+        return blocks[0]
+    return np.concatenate(blocks, axis=axis, dtype=blocks[0].dtype)  # keeps byte order
+
+
+def _flat(
+    local: Array,
+    sorted_by: tuple[Array, Array],
+    shape: tuple[int, ...],
+    lengths: Array,
+    axis: int,
+    block_shape: tuple[int, ...],
+) -> Array:
+    """The flat positions (C order) in their blocks of data of the elements of a block of
+    indices of ``shape``, sorted: from their places ``local`` along the axis, in blocks
+    ``dest``, ``order`` their places in the block of indices (``sorted_by``)."""
+    dest, order = sorted_by
+    coords = np.unravel_index(order, shape)
     before = np.ravel_multi_index(coords[:axis], block_shape[:axis]) if axis else 0
     after_shape = block_shape[axis + 1 :]
     after = np.ravel_multi_index(coords[axis + 1 :], after_shape) if after_shape else 0
-    local = target - bounds[dest]
-    flat = (before * lengths[dest] + local) * math.prod(after_shape) + after
-    order = np.argsort(dest, kind="stable")
-    dest, flat = dest[order], flat[order]
-    values = updates.reshape(-1)[order]
-    cuts = np.flatnonzero(np.diff(dest)) + 1
-    firsts = np.concatenate([[0], cuts])
-    lasts = np.concatenate([cuts, [dest.size]])
-    largest = int(lengths.max()) * math.prod(block_shape)
-    kind = np.int32 if largest < 2**31 else np.int64
-    return {
-        int(dest[lo]): (flat[lo:hi].astype(kind), values[lo:hi])
-        for lo, hi in zip(firsts, lasts, strict=True)
-        if hi > lo
-    }
+    return (before * lengths[dest] + local) * math.prod(after_shape) + after
 
 
 def merge(digit: int, placed: int, base: int, *lanes: Lane) -> Lane:
     """The pieces whose destination has ``digit`` at place ``placed`` (a power of
-    ``base``), from ``lanes`` in ascending order of origin, joined in that order."""
-    joined: dict[int, list[Piece]] = {}
+    ``base``), from ``lanes`` in ascending order of origin, listed in that order (not
+    joined: only the apply joins them, once)."""
+    joined: Lane = {}
     for lane in lanes:
-        for dest, piece in lane.items():
+        for dest, pieces in lane.items():
             if dest // placed % base == digit:
-                joined.setdefault(dest, []).append(piece)
-    return {dest: _join(pieces) for dest, pieces in joined.items()}
+                joined.setdefault(dest, []).extend(pieces)
+    return joined
 
 
 def _join(pieces: list[Piece]) -> Piece:
@@ -130,9 +156,9 @@ def applied(
     joined, as :func:`merge` joins them), and block ``dest`` of data with them applied, in
     order: one flat call. ``checked`` is the bounds guard's value (None): it orders this
     task after it, so every position is in the block."""
-    piece = merge(digit, placed, base, *lanes).get(dest)
-    if piece is None:
+    pieces = merge(digit, placed, base, *lanes).get(dest)
+    if pieces is None:
         return copied(block, axis, reduction)
-    positions, values = piece
+    positions, values = _join(pieces)
     flat = scatter_block(block.reshape(-1), positions, values, 0, reduction)
     return flat.reshape(block.shape)

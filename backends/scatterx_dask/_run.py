@@ -20,14 +20,22 @@ def _clone(array: Any, token: str) -> Any:
 
     (``dask.graph_manipulation.clone`` leaves some tasks' own keys and dependencies the
     old ones, for ``da.random``'s layers and rechunks, which task fusion then trips over.)
+    Futures (blocks persisted on a cluster) are computed already: they stay as they are,
+    and an array of futures only is its own clone.
     """
     import dask.array as da
     from dask._task_spec import convert_legacy_graph
+    from dask.core import flatten
     from dask.highlevelgraph import HighLevelGraph
 
-    tasks = convert_legacy_graph(dict(array.__dask_graph__()))
+    raw = dict(array.__dask_graph__())
+    tasks = convert_legacy_graph(raw)  # leaves futures out
+    held = {key: value for key, value in raw.items() if key not in tasks}
+    if all(key in held for key in flatten(array.__dask_keys__())):  # type: ignore[no-untyped-call]
+        return array
     names = {key: _renamed(key, token) for key in tasks}
     graph = {names[key]: task.substitute(names, key=names[key]) for key, task in tasks.items()}
+    graph.update(held)
     name = _renamed(array.name, token)
     layers = HighLevelGraph({name: graph}, {name: set()})
     return da.Array(layers, name, array.chunks, meta=array._meta)  # type: ignore[no-untyped-call]

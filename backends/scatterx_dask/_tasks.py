@@ -42,6 +42,15 @@ def first_bad(
     return BadIndex(flat, int(block[local]), position)
 
 
+def first_bad_of(
+    blocks: list[Array], offsets: tuple[tuple[int, ...], ...], shape: tuple[int, ...], size: int
+) -> BadIndex | None:
+    """The first index (in C order) outside ``[-size, size-1]`` of several blocks, each
+    placed at its ``offsets`` (as for :func:`first_bad`), or None."""
+    found = (first_bad(b, o, shape, size) for b, o in zip(blocks, offsets, strict=True))
+    return earliest(*found)
+
+
 def earliest(*found: BadIndex | None) -> BadIndex | None:
     """The first in C order of several blocks' first bad indices."""
     bad = [b for b in found if b is not None]
