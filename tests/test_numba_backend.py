@@ -132,6 +132,39 @@ def test_first_bad_index_in_c_order(
     assert not data.any()
 
 
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_columns_in_place_check_every_index_in_their_kernel(
+    monkeypatch: pytest.MonkeyPatch, two_threads: None, index_dtype: str
+) -> None:
+    """In place, the columns kernel checks every index in a first pass of its own, with no
+    bounds launch before it: a bad index leaves ``out`` as it was, the error names the
+    first in C order, and good indices (negative ones too) give the oracle's bits."""
+    from scatterx_numba import _runtime
+
+    launched: list[Any] = []
+    launch = _runtime.launch
+    monkeypatch.setattr(_runtime, "launch", lambda k, *a: launched.append(k) or launch(k, *a))
+    rng = np.random.default_rng(8)
+    data = rng.standard_normal((600, 50)).astype(np.float32)
+    indices = rng.integers(-50, 50, (600, 9)).astype(index_dtype)
+    updates = rng.standard_normal(indices.shape).astype(np.float32)
+    want = reference_scatter_elements(data, indices, updates, axis=1, reduction="add")
+    bad = indices.copy()
+    bad[450, 2], bad[301, 8], bad[599, 0] = 50, -51, 77  # in several tasks' shares
+    out = data.copy()
+    with pytest.raises(IndexError) as info:
+        scatterx.scatter_elements(
+            out, bad, updates, axis=1, reduction="add", out=out, backend="numba"
+        )
+    assert str(info.value) == str(scatterx.backend.out_of_bounds_error(-51, (301, 8), 1, 50))
+    assert_bitwise_equal(out, data)
+    scatterx.scatter_elements(
+        out, indices, updates, axis=1, reduction="add", out=out, backend="numba"
+    )
+    assert_bitwise_equal(out, want)
+    assert _runtime.pass_kernel("index_range") not in launched
+
+
 def test_embedding_rows_with_a_bad_row(two_threads: None) -> None:
     tokens = np.array([[3], [-1], [7], [2]])
     indices = np.repeat(tokens, 256, axis=1)

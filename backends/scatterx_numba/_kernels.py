@@ -2,6 +2,8 @@
 
 A kernel runs the first pass of its strategy on every task under ``prange`` and, for the
 two-pass strategies, the second pass once every first pass found its indices in bounds;
+the columns kernel, writing into the caller's ``out``, first checks every index in a pass
+of its own (``KernelParams.check_first``);
 the binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
 The ``prange`` must sit in the cached function itself; the tasks of a pass share no
 output element, so they run in any order on any thread.
@@ -46,7 +48,7 @@ from ._plan import Strategy
 from ._rows import apply_task, target_task
 from ._run import KernelArrays
 from ._segments import fold_task, last_position_task, merge_last_task, merge_task
-from ._tasks import all_in_bounds, column_task, owner_task
+from ._tasks import all_in_bounds, column_task, first_bad_index, owner_task
 
 _kernel = nb.njit(parallel=True, cache=True, nogil=True)
 
@@ -93,10 +95,17 @@ def _specialise(strategy: int, op: str) -> Any:
     last_positions = strategy == Strategy.SEGMENTS and op == "take_new"
     names = [task.__name__ for task in _PASSES[Strategy(strategy), last_positions]]
     first, second, two_pass = names[0], names[-1], len(names) == 2
+    columns = strategy == Strategy.COLUMNS
 
     def scatter(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         bad = np.empty(n_tasks, np.int64)
+        if columns and params.check_first:  # pruned from the others, as the second pass
+            # Into the caller's out: every index is checked before the first write.
+            for task in nb.prange(n_tasks):
+                bad[task] = first_bad_index(arrays.idx, arrays.out.shape[1], task, n_tasks)
+            if not all_in_bounds(bad):
+                return bad
         for task in nb.prange(n_tasks):
             bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
         if two_pass and all_in_bounds(bad):

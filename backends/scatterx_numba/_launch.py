@@ -41,6 +41,7 @@ class KernelParams(NamedTuple):
     inner_same: bool  # columns: indices' inner shape is data's (no inner_map needed)
     copy: bool  # the tasks copy data into out themselves (fused copy)
     checked: bool  # a pass found every index in bounds before the kernel: columns skip it
+    check_first: bool  # columns: the kernel checks every index before its first write
 
 
 class ScatterArgs(NamedTuple):
@@ -187,7 +188,10 @@ class LaunchPlan:
         The tasks of the kernel (``_plan.plan``).
     bounds_first
         A pass checks every index first (``_passes.index_range``): the call writes into
-        the caller's ``out``, and the kernel would write there before its checks.
+        the caller's ``out``, and the kernel would write there before its checks. Not for
+        columns, whose kernel checks them in a first pass of its own
+        (``params.check_first``): one launch, and the indices read there come again in
+        the tasks that write.
     copy_first
         How data gets into a new output before the kernel (not when ``fused_copy``).
     fused_copy
@@ -251,17 +255,20 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     fallback = None
     if plan.strategy == _plan.Strategy.ROWS:
         fallback = _columns_after_rows(call, threads, choose(False), kept, checked=bounds)
+    # Columns check in the kernel's own first pass, not in a launch of their own.
+    check_first = bounds and plan.strategy == _plan.Strategy.COLUMNS
     return _scatter_plan(
         call,
         threads,
         plan,
         kept,
         fused,
-        bounds,
+        bounds and not check_first,
         _copy_first(call, fused, threads),
         fallback,
         rows_open=choose(True) != choose(False),
         checked=bounds,
+        check_first=check_first,
     )
 
 
@@ -317,9 +324,11 @@ def _scatter_plan(
     *,
     rows_open: bool,
     checked: bool,
+    check_first: bool = False,
 ) -> LaunchPlan:
     """The plan's arrays and scalars; ``checked``: every index is known in bounds before
-    the kernel runs (the pass of ``bounds`` or one before), so its column tasks skip it."""
+    the kernel's column tasks run (the pass of ``bounds``, one before, or the kernel's own
+    first pass where ``check_first``), so they skip it."""
     assert call.reduction is not None
     shape, index_shape, axis = call.shape, call.index_shape, call.axis
     three_d, index_three_d = _plan.split(shape, axis), _plan.split(index_shape, axis)
@@ -342,7 +351,7 @@ def _scatter_plan(
         (plan.strategy, call.family, call.reduction),
         arrays,
         _scratch(plan, call, kept),
-        KernelParams(plan.band, inner_same, fused, checked),
+        KernelParams(plan.band, inner_same, fused, checked, check_first),
         rows_open,
         fallback,
     )

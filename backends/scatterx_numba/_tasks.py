@@ -70,6 +70,32 @@ def all_in_bounds(bad: Any) -> bool:
 
 
 @inner_function
+def first_bad_index(idx: Any, size: int, task: int, n_tasks: int) -> int:
+    """-1, or the flat C position of the first index out of bounds in task ``task``'s share
+    of ``idx`` (C-ordered): the smallest over the tasks is the first of all.
+
+    Min and max first, without a branch out of the loop (it vectorises, as
+    ``_passes.index_range``); only a share that holds a bad index is walked again.
+    """
+    flat = idx.reshape(idx.size)
+    k0, k1 = share(flat.size, task, n_tasks)
+    if k0 == k1:
+        return -1
+    low = high = flat[k0]
+    for k in range(np.uint64(k0), np.uint64(k1)):
+        value = flat[k]
+        low = min(low, value)
+        high = max(high, value)
+    if low >= -size and high < size:
+        return -1
+    for k in range(np.uint64(k0), np.uint64(k1)):
+        v = wrap(flat[k], size)
+        if v < 0 or v >= size:
+            return int(k)
+    return -1
+
+
+@inner_function
 def _constant_row(idx: Any, a: int, q0: int, q1: int) -> bool:
     """Whether idx[a, q0:q1] holds one value (an embedding-grad row): xor-or vectorises."""
     row = idx[a]
