@@ -68,3 +68,17 @@ def pytest_terminal_summary(
     for count, reason, where in skips_by_reason(skipped):
         shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
         terminalreporter.write_line(f"{count:>{width}} {reason}  [{shown}]")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of the cupy emulation form one xdist group (``--dist=loadgroup``).
+
+    Its ``emulator`` fixture compiles the kernels with g++ once per session, that is once
+    per worker that meets one of them (about 40 s on the 2-core machine): one group, one
+    worker, one build. Runs before xdist reads the groups into the test ids.
+    """
+    group = pytest.mark.xdist_group("cupy-emulator")
+    for item in items:
+        if "emulator" in getattr(item, "fixturenames", ()):
+            item.add_marker(group)
