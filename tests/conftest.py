@@ -70,15 +70,25 @@ def pytest_terminal_summary(
         terminalreporter.write_line(f"{count:>{width}} {reason}  [{shown}]")
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests of the cupy emulation form one xdist group (``--dist=loadgroup``).
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each test's xdist group in its id, as pytest-xdist's ``--dist=loadgroup`` means.
 
-    Its ``emulator`` fixture compiles the kernels with g++ once per session, that is once
-    per worker that meets one of them (about 40 s on the 2-core machine): one group, one
-    worker, one build. Runs before xdist reads the groups into the test ids.
+    An xdist worker appends ``@<group>`` to the id of each test marked ``xdist_group``,
+    and the controller then sends the tests of one group to one worker. pytest-xdist 3.8
+    does it by setting ``item._nodeid``, which pytest 9 no longer reads (the id is
+    ``item._id``): no id had its group, and each group's tests (the conformance cases of
+    one compiled signature, the cupy emulation's) were shared out like any others. Runs
+    after xdist's hook, and only where that left the ids without their group.
     """
-    group = pytest.mark.xdist_group("cupy-emulator")
+    if not getattr(config.option, "loadgroup", False):  # set in xdist workers only
+        return
+    from _pytest.nodeid import coerce_node_id
+
     for item in items:
-        if "emulator" in getattr(item, "fixturenames", ()):
-            item.add_marker(group)
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(sorted(names))}")
