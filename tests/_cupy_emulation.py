@@ -35,6 +35,8 @@ from scatterx_cupy import _compile, _fast, _run
 GXX = shutil.which("g++")
 FOLDER = Path(_compile.__file__).parent
 EMULATOR = Path(__file__).with_name("cupy_emulator.cpp")
+#: The xdist group of the tests that use the emulator: one worker builds it.
+EMULATOR_GROUP = "cupy-emulator"
 #: The dtypes the emulator is built for: every family of kernel types, each template once.
 DTYPES = ("bool", "int32", "uint8", "float16", "float32", "float64", "complex64")
 

@@ -68,3 +68,27 @@ def pytest_terminal_summary(
     for count, reason, where in skips_by_reason(skipped):
         shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
         terminalreporter.write_line(f"{count:>{width}} {reason}  [{shown}]")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put each test's xdist group in its id, as pytest-xdist's ``--dist=loadgroup`` means.
+
+    An xdist worker appends ``@<group>`` to the id of each test marked ``xdist_group``,
+    and the controller then sends the tests of one group to one worker. pytest-xdist 3.8
+    does it by setting ``item._nodeid``, which pytest 9 no longer reads (the id is
+    ``item._id``): no id had its group, and each group's tests (the conformance cases of
+    one compiled signature, the cupy emulation's) were shared out like any others. Runs
+    after xdist's hook, and only where that left the ids without their group.
+    """
+    if not getattr(config.option, "loadgroup", False):  # set in xdist workers only
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(sorted(names))}")

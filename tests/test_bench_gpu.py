@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import scatterx._validate
-from _cupy_emulation import DeviceArray, Emulator, on_device
+from _cupy_emulation import EMULATOR_GROUP, DeviceArray, Emulator, on_device
 from scatterx_bench import gpu, peers
 from scatterx_bench.base import BenchCase, Unavailable
 from scatterx_bench.cases import make_call, make_case
@@ -101,6 +101,7 @@ def test_the_same_as_torch_on_the_cpu() -> None:
         np.testing.assert_array_equal(plain, deterministic)
 
 
+@pytest.mark.xdist_group(EMULATOR_GROUP)  # the worker that builds the emulation
 def test_cupy_strategies_on_the_emulation(
     on_host: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:

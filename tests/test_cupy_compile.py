@@ -22,8 +22,15 @@ FAST_SOURCE = Path(_compile.__file__).with_name(_compile.FAST_SOURCE)
 GATHER_SOURCE = Path(_compile.__file__).with_name(_compile.GATHER_SOURCE)
 
 
-def _instantiations(gather_alone: bool = False) -> str:
-    """A translation unit that includes the sources and takes every kernel's address.
+#: One dtype of each C++ type family the kernels are instantiated for (the cupy
+#: emulation's): every template meets each kind of element type. The PTX of these is the
+#: default test's; the slow test compiles every dtype's kernels, through ptxas too.
+FAMILY_KEYS = ("bool", "int32", "uint8", "float16", "float32", "float64", "complex64")
+
+
+def _instantiations(gather_alone: bool = False, keys: tuple[str, ...] | None = None) -> str:
+    """A translation unit that includes the sources and takes the address of every kernel
+    of ``keys`` (default: every dtype).
 
     The list is the runtime's own (``name_expressions``, with and without the fast paths,
     and the gather's), so what NVRTC is asked to build is exactly what nvcc builds here.
@@ -34,7 +41,8 @@ def _instantiations(gather_alone: bool = False) -> str:
     if not gather_alone:
         sources += [SOURCE, FAST_SOURCE]
         for fast in (False, True):
-            names += [n for key in _compile.CPP_TYPES for n in _compile.name_expressions(key, fast)]
+            for key in _compile.CPP_TYPES if keys is None else keys:
+                names += _compile.name_expressions(key, fast)
             names += _compile.target_expressions(fast)
     lines = [f'#include "{source}"' for source in sources]
     lines += ["void* scx_every_kernel[] = {", *(f"    (void*)&{name}," for name in names), "};"]
@@ -47,16 +55,25 @@ def _nvcc(*args: str) -> None:
     assert done.returncode == 0, done.stderr[-4000:]
 
 
-def _compile_every_kernel(tmp_path: Path, *targets: str, gather_alone: bool = False) -> None:
+def _compile_every_kernel(
+    tmp_path: Path, *targets: str, gather_alone: bool = False, keys: tuple[str, ...] | None = None
+) -> None:
     unit = tmp_path / "every_kernel.cu"
-    unit.write_text(_instantiations(gather_alone))
+    unit.write_text(_instantiations(gather_alone, keys))
     options = [opt for opt in _compile.compile_options() if opt != "--ftz=false"]
     _nvcc(*options, *targets, str(unit), "-o", str(tmp_path / "every_kernel.out"))
 
 
 @needs_nvcc
+def test_every_kernel_family_compiles_to_ptx(tmp_path: Path) -> None:
+    # The C++ of each template for every family of element types, as NVRTC sees it.
+    _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx", keys=FAMILY_KEYS)
+
+
+@pytest.mark.slow
+@needs_nvcc
 def test_every_kernel_compiles_to_ptx(tmp_path: Path) -> None:
-    # The C++ of every instantiation, as NVRTC sees it; the machine code is the slow test's.
+    # The C++ of every instantiation, as NVRTC sees it (the slow test below adds ptxas).
     _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx")
 
 

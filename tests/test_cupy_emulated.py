@@ -18,6 +18,7 @@ import pytest
 import scatterx
 from _cupy_emulation import (
     DTYPES,
+    EMULATOR_GROUP,
     GEOMETRIES,
     GXX,
     LAST_AXIS,
@@ -33,7 +34,13 @@ from scatterx._validate import normalise_gather
 from scatterx.testing import Case, all_cases, assert_bitwise_equal, reference_with_free_nans
 from scatterx_cupy import CupyBackend, _compile, _fast, _gather, _run
 
-pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
+# One xdist group (--dist=loadgroup) for every test of the emulation: its session fixture
+# builds the kernels with g++ (about 40 s on the 2-core machine) once per worker that
+# meets one of them, so one group is one build.
+pytestmark = [
+    pytest.mark.skipif(GXX is None, reason="g++ is not on PATH"),
+    pytest.mark.xdist_group(EMULATOR_GROUP),
+]
 
 
 def _ordered(dtype: str) -> list[str]:

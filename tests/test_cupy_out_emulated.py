@@ -15,13 +15,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from _cupy_emulation import GXX, DeviceArray, Emulator, case_arrays, on_device
+from _cupy_emulation import EMULATOR_GROUP, GXX, DeviceArray, Emulator, case_arrays, on_device
 from scatterx._validate import normalise, normalise_gather
 from scatterx.testing import assert_bitwise_equal, reference_with_free_nans
 from scatterx_cupy import _gather, _run
 from test_cupy_emulated import bad_gather_call, bad_index_call, gather_expected
 
-pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is not on PATH")
+# One xdist group (--dist=loadgroup) for every test of the emulation: its session fixture
+# builds the kernels with g++ (about 40 s on the 2-core machine) once per worker that
+# meets one of them, so one group is one build.
+pytestmark = [
+    pytest.mark.skipif(GXX is None, reason="g++ is not on PATH"),
+    pytest.mark.xdist_group(EMULATOR_GROUP),
+]
 
 #: (strategy, dtype, reduction, geometry): every strategy once, each on a case it serves.
 STRATEGY_CASES = [
