@@ -83,7 +83,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     if not getattr(config.option, "loadgroup", False):  # set in xdist workers only
         return
-    from _pytest.nodeid import coerce_node_id
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # pytest 8: xdist's own hook set the ids (its ``_nodeid``)
+        return
 
     for item in items:
         names = {
