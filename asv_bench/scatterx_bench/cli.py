@@ -25,11 +25,11 @@ from pathlib import Path
 
 from scatterx import backends
 
+from . import options
 from .base import (
     BENCH_EXTRA,
     FLOOR,
     MODES,
-    NUMBA_COMPILE_MODES,
     BenchCase,
     Call,
     Mode,
@@ -41,164 +41,20 @@ from .cases import (
     CASE_NAMES,
     CPU_PEERS,
     IN_PLACE_NOTES,
-    REDUCTIONS,
     make_call,
     make_case,
 )
 from .dask_along import AlongConfig
 from .dask_bench import DaskRun, print_dask
-from .dask_scaling import CHUNK_SIZE, ScalingConfig
+from .dask_scaling import ScalingConfig
 from .grad_bench import grad_cases, print_grad, time_case
-from .libraries import LIBRARIES, arrays_of, require_library, to_library
+from .libraries import arrays_of, require_library, to_library
 from .library_table import LibraryRun, print_library
 from .onnx_bench import print_onnx, time_onnx_row
+from .options import BLOCK_REPEAT, PROG
 from .report import StandardRow, record, write_json
 from .table import print_table
-from .timing import CALLS, ROUNDS, interleaved
-
-#: The command that runs :func:`main` from a checkout (``python -m scatterx bench`` too).
-PROG = "python asv_bench/bench.py"
-
-#: ``--repeat``'s default for the tables that time each contestant in a block.
-BLOCK_REPEAT = 7
-
-
-def _parser(prog: str = PROG) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Median milliseconds of every available backend, the peers and the "
-        "copy floor on performance.md's standard cases, measured in one process. "
-        f"Peers that are not installed are skipped, with what to install ({BENCH_EXTRA}).",
-    )
-    parser.add_argument("--case", action="append", choices=ALL_CASE_NAMES, help="repeatable")
-    parser.add_argument(
-        "--reduction",
-        action="append",
-        choices=REDUCTIONS,
-        help="repeatable (default: none, add, max)",
-    )
-    parser.add_argument(
-        "--mode",
-        action="append",
-        choices=MODES,
-        help="repeatable (default: both): new, a new array per call; in-place, a data array "
-        "of the benchmark's own updated by every call (scatterx's out=data, torch's "
-        "Tensor.scatter_, NumPy's put_along_axis and ufunc.at on data itself)",
-    )
-    parser.add_argument(
-        "--numba-compile",
-        choices=NUMBA_COMPILE_MODES,
-        default="wait",
-        help="how automatic choice meets numba code not compiled yet, in this process and "
-        "the workers it starts (SCATTERX_NUMBA_COMPILE): wait (the default) times compiled "
-        "code; background leaves a call to numpy while numba compiles",
-    )
-    parser.add_argument("--size", type=float, default=1.0, help="scale of the shapes")
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        help=f"timed calls per contestant: in each round of the standard and ONNX tables "
-        f"(default {CALLS}), in a block elsewhere (default {BLOCK_REPEAT})",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=ROUNDS,
-        help="rounds of the standard and ONNX tables: every contestant in turn, an idle "
-        "pause between turns and between rounds; the spread is over the round medians",
-    )
-    parser.add_argument("--backend", action="append", help="backends to time (default: all)")
-    parser.add_argument(
-        "--library",
-        action="append",
-        choices=LIBRARIES,
-        help="repeatable (default: numpy). numpy: the table of backends, peers and copy floor; "
-        "torch, jax: scatterx on that library's CPU arrays against the same call on NumPy "
-        "arrays and against the library's own scatter, and the 3x3 call on both; dask: "
-        "the lazy call on Dask arrays (persist, compute) against the numba call on the same "
-        "NumPy arrays, then the scaling case on a LocalCluster",
-    )
-    dask = parser.add_argument_group("--library dask")
-    dask.add_argument(
-        "--dask-chunk-size",
-        default=CHUNK_SIZE,
-        metavar="SIZE",
-        help="dask's array.chunk-size for the 'auto' dimensions (the scatter axis is whole) "
-        "and the scaling case's blocks of rows (default: %(default)s)",
-    )
-    dask.add_argument(
-        "--dask-scaling-gib",
-        type=float,
-        default=ScalingConfig.gib,
-        metavar="GIB",
-        help="the scaling case's float32 data in GiB, generated on the workers "
-        "(default: %(default)s; 0 skips the case)",
-    )
-    dask.add_argument(
-        "--dask-memory-limit",
-        default=ScalingConfig.memory_limit,
-        metavar="SIZE",
-        help="each worker's memory limit in the scaling case (default: %(default)s)",
-    )
-    dask.add_argument(
-        "--dask-workers",
-        type=int,
-        action="append",
-        metavar="N",
-        help="repeatable: a LocalCluster of N one-thread worker processes for the scaling "
-        "case (default: 1 and 2)",
-    )
-    dask.add_argument(
-        "--dask-along",
-        action="append",
-        metavar="N,M,U,R",
-        help="repeatable: the along-axis case (scatterx_bench.dask_along): N float32 elements "
-        "in M chunks along the axis, U updates (add) in R chunks, on the threaded scheduler "
-        "and on a LocalCluster of each --dask-workers size (default: 2), and the numba call",
-    )
-    parser.add_argument(
-        "--small-calls",
-        type=int,
-        default=5000,
-        metavar="N",
-        help="calls per round of the 3x3 timing of --library torch|jax, fewer where they "
-        "would take over 50 ms (0 skips it)",
-    )
-    parser.add_argument(
-        "--grad",
-        action="store_true",
-        help="only the training table: forward + backward of scatter add on torch CPU tensors "
-        "(embedding-grad, message-passing) against torch.scatter_reduce and its autograd",
-    )
-    parser.add_argument(
-        "--grad-compiler",
-        default="inductor",
-        metavar="BACKEND",
-        help="torch.compile's backend for the compiled step of --grad (inductor; aot_eager "
-        "compiles nothing, quickly)",
-    )
-    parser.add_argument(
-        "--onnx",
-        action="store_true",
-        help="only the ONNX table: a one-node model of each case through onnx's "
-        "ReferenceEvaluator with scatterx.onnx.ops and without, and onnxruntime, against "
-        "the direct scatterx.scatter_elements call",
-    )
-    parser.add_argument(
-        "--onnx-reference-repeat",
-        type=int,
-        default=1,
-        metavar="N",
-        help="timed calls of the plain ReferenceEvaluator, a Python loop over every update "
-        "(seconds per call at full size; default: %(default)s)",
-    )
-    parser.add_argument(
-        "--json", metavar="FILE", help="also write the run (times, command, machine)"
-    )
-    parser.add_argument(
-        "--plot", metavar="FILE.png", help=f"also draw the times (needs matplotlib: {BENCH_EXTRA})"
-    )
-    return parser
+from .timing import CALLS, interleaved
 
 
 def _backend_names(chosen: Sequence[str] | None) -> list[str]:
@@ -357,7 +213,7 @@ def main(argv: list[str], prog: str = PROG) -> int:
 
     ``prog`` is the command's name, in its help and in the record of ``--json``.
     """
-    parser = _parser(prog)
+    parser = options.parser(prog)
     args = parser.parse_args(argv)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         parser.error(f"--plot needs matplotlib: {BENCH_EXTRA}")
