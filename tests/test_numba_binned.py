@@ -204,7 +204,7 @@ def test_the_kernel_writes_no_output_before_every_index_is_in_bounds(
     )
     scratch = np.empty((1, band + size + band), np.float32)  # positions, base, bins
     kernel = _runtime.kernel(Strategy.BINNED, "plain", "add")
-    bad = _runtime.launch(kernel, arrays, scratch, (band, True, True, False), plan.n_tasks)
+    bad = _runtime.launch(kernel, arrays, scratch, (band, True, True, False, False), plan.n_tasks)
     assert sorted(bad.tolist()) == [-1, rows - 5]  # the binning task of the last wave
     assert (out == 7.0).all()
 

@@ -255,8 +255,10 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     fallback = None
     if plan.strategy == _plan.Strategy.ROWS:
         fallback = _columns_after_rows(call, threads, choose(False), kept, checked=bounds)
-    # Columns check in the kernel's own first pass, not in a launch of their own.
-    check_first = bounds and plan.strategy == _plan.Strategy.COLUMNS
+    copy = _copy_first(call, fused, threads)
+    # Columns check in the kernel's own first pass, not in a launch of their own, where
+    # nothing writes into out before the kernel (no copy of data into it first).
+    check_first = bounds and plan.strategy == _plan.Strategy.COLUMNS and copy is Copy.NONE
     return _scatter_plan(
         call,
         threads,
@@ -264,7 +266,7 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
         kept,
         fused,
         bounds and not check_first,
-        _copy_first(call, fused, threads),
+        copy,
         fallback,
         rows_open=choose(True) != choose(False),
         checked=bounds,
