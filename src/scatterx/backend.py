@@ -32,6 +32,7 @@ from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic,
 from ._registry import register_backend
 from ._request import GatherRequest, Request, ScatterRequest
 from ._result_buffer import HUGE_PAGE, lent
+from ._result_pool import buffer as pooled_buffer
 
 __all__ = [
     "ALIGNED_FROM_BYTES",
@@ -68,7 +69,8 @@ ALIGNED_FROM_BYTES = 1 << 16
 #: Results from this size start on a 2 MiB boundary. glibc maps memory of every call anew
 #: for them (its mmap threshold stops growing at 32 MiB), NumPy asks for transparent huge
 #: pages, and only the whole 2 MiB pages of a buffer get one: aligned, the first 2 MiB
-#: fault once, not 512 times (docs/performance.md, "Fresh results").
+#: fault once, not 512 times (docs/performance.md, "Fresh results"). Their memory is kept
+#: for the next result of the size once they are dropped (``scatterx._result_pool``).
 PAGE_ALIGNED_FROM_BYTES = 1 << 25
 
 
@@ -80,7 +82,10 @@ def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     aligns large buffers to 16 bytes. Results under ``ALIGNED_FROM_BYTES``, and object and
     string dtypes (which no other library takes), come from ``np.empty``. Inside a call
     of the JAX FFI target the first array of the result's shape and dtype is XLA's own
-    result buffer, so the result is made there.
+    result buffer, so the result is made there. Results over ``PAGE_ALIGNED_FROM_BYTES``
+    start on a 2 MiB page and take the memory of a dropped result of their size where one
+    is held, its pages already mapped (at most ``SCATTERX_RESULT_POOL_BYTES`` held, 256 MiB
+    by default; 0 holds none).
 
     Parameters
     ----------
@@ -109,8 +114,12 @@ def empty_aligned(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     size = math.prod(shape) * dtype.itemsize
     if size < ALIGNED_FROM_BYTES or dtype.hasobject or dtype.kind in "TUS":
         return np.empty(shape, dtype)
-    alignment = HUGE_PAGE if size + ALIGNMENT > PAGE_ALIGNED_FROM_BYTES else ALIGNMENT
-    buffer = np.empty(size + alignment, np.uint8)
+    if size + ALIGNMENT > PAGE_ALIGNED_FROM_BYTES:
+        buffer = pooled_buffer(size + HUGE_PAGE)
+        alignment = HUGE_PAGE
+    else:
+        buffer = np.empty(size + ALIGNMENT, np.uint8)
+        alignment = ALIGNMENT
     start = -buffer.ctypes.data % alignment
     aligned: np.ndarray[Any, Any] = buffer[start : start + size].view(dtype).reshape(shape)
     return aligned
