@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from scatterx import _result_buffer
-from scatterx._result_buffer import HUGE_PAGE, advise_huge_pages, lent, results_into
+from scatterx._result_buffer import HUGE_PAGE, PAGE, advise_huge_pages, lent, results_into
 from scatterx.backend import ALIGNMENT, PAGE_ALIGNED_FROM_BYTES, empty_aligned
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -37,13 +37,31 @@ def test_a_large_lent_buffer_is_advised_over_its_whole_huge_pages(
     with results_into(buffer):
         assert lent(buffer.shape, buffer.dtype) is buffer
     ((address, length, advice),) = calls
-    first, last = buffer.ctypes.data, buffer.ctypes.data + buffer.nbytes
+    # The buffer's whole 4 KiB pages, then the whole 2 MiB pages among them.
+    first = buffer.ctypes.data // PAGE * PAGE
+    last = -(-(buffer.ctypes.data + buffer.nbytes) // PAGE) * PAGE
     assert advice == 14  # MADV_HUGEPAGE
     assert address % HUGE_PAGE == 0
     assert length % HUGE_PAGE == 0
     assert length > 0
     assert first <= address < first + HUGE_PAGE
     assert last - HUGE_PAGE < address + length <= last
+
+
+@pytest.mark.parametrize(("short", "reaches"), [(64, True), (PAGE - 1, True), (PAGE + 64, False)])
+def test_a_huge_page_in_the_buffers_last_page_counts(
+    monkeypatch: pytest.MonkeyPatch, short: int, reaches: bool
+) -> None:
+    # XLA's 32 MiB result ends 4,032 bytes short of a 2 MiB boundary, in its last page.
+    calls = _advised(monkeypatch)
+    base = np.empty(6 * HUGE_PAGE, np.uint8)
+    boundary = base.ctypes.data + -base.ctypes.data % HUGE_PAGE + 4 * HUGE_PAGE
+    start = boundary - 3 * HUGE_PAGE + PAGE + 64 - base.ctypes.data  # past a page: not counted
+    buffer = base[start : boundary - short - base.ctypes.data]
+    advise_huge_pages(buffer)
+    ((address, length, _),) = calls
+    assert address == boundary - 2 * HUGE_PAGE
+    assert address + length == (boundary if reaches else boundary - HUGE_PAGE)
 
 
 def test_small_buffers_are_not_advised(monkeypatch: pytest.MonkeyPatch) -> None:
