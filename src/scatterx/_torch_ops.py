@@ -53,8 +53,29 @@ def _defining() -> bool:
 
 def _mark(torch: Any) -> None:
     """Have dynamo run :func:`_defining` rather than trace it (a registration cannot be
-    traced), so that a compiled function's first call can define the operators."""
+    traced), so that a compiled function's first call can define the operators; and have
+    :func:`compiling` ask torch's own question directly."""
+    global _is_compiling
     torch.compiler.assume_constant_result(_defining)
+    _is_compiling = torch.compiler.is_compiling
+
+
+#: ``torch.compiler.is_compiling``, once torch is imported (see :func:`_mark`).
+_is_compiling: Callable[[], bool] | None = None
+
+
+def compiling() -> bool:
+    """Whether ``torch.compile`` is tracing the call now (then torch's operators take it).
+
+    Nothing here may make dynamo break the graph: no look at the arrays, no import, no
+    write. Where torch came in unseen by :class:`_TorchWatcher`, it is found in
+    ``sys.modules`` at every call.
+    """
+    is_compiling = _is_compiling
+    if is_compiling is not None:
+        return is_compiling()
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.compiler.is_compiling())
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
