@@ -22,7 +22,7 @@ from ._libraries import library_of
 from ._plan import Carried, Decision, Plan, decide, decide_for_blocks, explain_plan
 from ._registry import current
 from ._request import GatherRequest, Request, ScatterRequest
-from ._run import execute, execute_into, returned
+from ._run import execute, execute_into
 from ._validate import normalise, normalise_gather
 from ._validate_out import settled
 
@@ -91,7 +91,7 @@ def _adopted(arrays: tuple[Any, ...]) -> tuple[tuple[Any, ...], Library | None, 
         or (len(arrays) == 3 and type(arrays[2]) is not kind)
     ):
         return arrays, library, None
-    carried = library.early(*arrays)  # type: ignore[misc, union-attr]
+    carried = library.early(arrays)  # type: ignore[misc, union-attr]
     if carried is None:
         return arrays, library, None
     return carried, library, Carried((route, arrays))
@@ -126,7 +126,9 @@ def scatter(
         arrays, library, carried = _adopted((data, indices, updates))
         if carried is not None:  # CPU tensors' NumPy views: eager, the small call's way
             request = normalise(arrays[0], arrays[1], arrays[2], axis, reduction)
-            return returned(decide(request, configured(backend), carried), data)
+            chosen = decide(request, configured(backend), carried)[0]  # by carried.route
+            result = chosen.scatter_elements(request)
+            return carried.route.library.back(result, data, request.dtype_key)
         if library is not None and library.traced(arrays):
             return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
         request = normalise(arrays[0], arrays[1], arrays[2], axis, reduction)
@@ -148,7 +150,9 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
         arrays, library, carried = _adopted((data, indices))
         if carried is not None:
             request = normalise_gather(arrays[0], arrays[1], axis)
-            return returned(decide(request, configured(backend), carried), data)
+            chosen: Any = decide(request, configured(backend), carried)[0]  # one that gathers
+            result = chosen.gather_elements(request)
+            return carried.route.library.back(result, data, request.dtype_key)
         if library is not None and library.traced(arrays):
             return _torch_ops.gather(data, indices, axis, out, backend)
         request = normalise_gather(arrays[0], arrays[1], axis)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._interop import NUMPY, Route
+from ._interop import NUMPY
 from ._plan import Plan
 from ._request import Request, ScatterRequest
 from ._validate_out import settled
@@ -24,22 +24,6 @@ def execute(plan: Plan, like: Any) -> Any:
         return route.library.back(_call(backend, request), like, request.dtype_key)
     with route.library.running(like):  # CUDA: the caller's device and stream
         return route.library.back(_call(backend, request), like, request.dtype_key)
-
-
-def returned(plan: Plan, like: Any) -> Any:
-    """Run ``plan`` of arrays carried early (CPU tensors' NumPy views, no ``out``), whose
-    route is the one they were carried by: its result as an array of ``like``'s library.
-
-    :func:`execute`, less its questions, whose answers such a plan knows.
-    """
-    backend: Any = plan[0]
-    route: Route = plan[1]  # type: ignore[assignment]  # never None: the carry's own
-    request = plan[2]
-    if type(request) is ScatterRequest:
-        result = backend.scatter_elements(request)
-    else:
-        result = backend.gather_elements(request)
-    return route.library.back(result, like, request.dtype_key)
 
 
 def execute_into(plan: Plan, like: Any, checked: Request) -> None:

@@ -33,7 +33,7 @@ class Torch(Library):
         return kind if kind in CARRIERS else None
 
     @staticmethod
-    def early(*arrays: Array) -> Arrays | None:
+    def early(arrays: Arrays) -> Arrays | None:
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
         a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
         dtype the contract refuses, so that the error names the tensor's dtype)."""

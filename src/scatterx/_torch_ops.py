@@ -51,31 +51,25 @@ def _defining() -> bool:
     return True
 
 
-def _mark(torch: Any) -> None:
-    """Have dynamo run :func:`_defining` rather than trace it (a registration cannot be
-    traced), so that a compiled function's first call can define the operators; and have
-    :func:`compiling` ask torch's own question directly."""
-    global _is_compiling
-    torch.compiler.assume_constant_result(_defining)
-    _is_compiling = torch.compiler.is_compiling
-
-
-#: ``torch.compiler.is_compiling``, once torch is imported (see :func:`_mark`).
-_is_compiling: Callable[[], bool] | None = None
-
-
 def compiling() -> bool:
     """Whether ``torch.compile`` is tracing the call now (then torch's operators take it).
 
     Nothing here may make dynamo break the graph: no look at the arrays, no import, no
-    write. Where torch came in unseen by :class:`_TorchWatcher`, it is found in
-    ``sys.modules`` at every call.
+    write. Once torch is imported (seen by :func:`serve` or :class:`_TorchWatcher`), this
+    name is ``torch.compiler.is_compiling`` itself, one call less on every call; until
+    then (and where torch came in unseen) torch is looked for in ``sys.modules``.
     """
-    is_compiling = _is_compiling
-    if is_compiling is not None:
-        return is_compiling()
     torch = sys.modules.get("torch")
     return torch is not None and bool(torch.compiler.is_compiling())
+
+
+def _mark(torch: Any) -> None:
+    """Have dynamo run :func:`_defining` rather than trace it (a registration cannot be
+    traced), so that a compiled function's first call can define the operators; and make
+    :func:`compiling` torch's own question."""
+    global compiling
+    torch.compiler.assume_constant_result(_defining)
+    compiling = torch.compiler.is_compiling
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
