@@ -263,3 +263,28 @@ def test_the_early_numpy_views_run_what_explain_says(reduction: str) -> None:
         assert scatterx.explain(data, indices, updates).backend == "numba"
         scatterx.scatter_elements(data, indices, updates)
     assert len(recorder.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("dtype", "carried"),
+    [("int64", True), ("int32", True), ("int16", False), ("uint8", False), ("uint32", False)],
+)
+def test_torch_carries_early_the_indices_the_contract_takes_only(dtype: str, carried: bool) -> None:
+    from scatterx import _torch_library, _torch_ops
+
+    data, updates = torch.zeros(3, 3), torch.ones(2, 3)
+    scatterx.scatter_elements(data, torch.zeros(2, 3, dtype=torch.int64), updates)  # routed
+    indices = torch.zeros(2, 3, dtype=getattr(torch, dtype))
+    views = _torch_library.Torch.early((data, indices, updates))
+    assert (views is not None) is carried
+    if views is not None:  # the tensors' own memory, of their dtypes
+        assert [v.dtype for v in views] == [
+            np.dtype("float32"),
+            np.dtype(dtype),
+            np.dtype("float32"),
+        ]
+        assert all(
+            np.shares_memory(v, t.numpy())
+            for v, t in zip(views, (data, indices, updates), strict=True)
+        )
+    assert _torch_ops.compiling is torch.compiler.is_compiling  # torch's question, asked directly

@@ -70,9 +70,10 @@ class Library:
             return None
         return _MEMORY.get(int(code))
 
-    #: Carries arrays to NumPy before validation where that can only succeed for arrays
-    #: the NumPy route takes as they are (see ``scatterx._pipeline.adopt``); or None.
-    early: Callable[..., Arrays | None] | None = None
+    #: Carries a call's arrays (one tuple) to NumPy before validation where that can only
+    #: succeed for arrays the NumPy route takes as they are (see
+    #: ``scatterx._pipeline.adopt``); or None.
+    early: Callable[[Arrays], Arrays | None] | None = None
 
     def early_route(self, kind: type) -> Route:
         """The route of arrays of type ``kind`` that :attr:`early` carried."""

@@ -75,6 +75,11 @@ def adopt(*arrays: Any) -> Adopted:
     route's decision is then the one made among the backends of NumPy arrays, on the
     carried arrays' metadata, which cost less to check.
     """
+    return Adopted(_adopted(arrays))
+
+
+def _adopted(arrays: tuple[Any, ...]) -> tuple[tuple[Any, ...], Library | None, Carried | None]:
+    """:func:`adopt`'s ``(arrays, library, carried)`` as a plain tuple (the small call's)."""
     kind = type(arrays[0])
     known = _EARLY.get(kind)
     if known is None or known[0] is not _registry._current:
@@ -85,11 +90,11 @@ def adopt(*arrays: Any) -> Adopted:
         or type(arrays[1]) is not kind
         or (len(arrays) == 3 and type(arrays[2]) is not kind)
     ):
-        return Adopted((arrays, library, None))
-    carried = library.early(*arrays)  # type: ignore[misc, union-attr]
+        return arrays, library, None
+    carried = library.early(arrays)  # type: ignore[misc, union-attr]
     if carried is None:
-        return Adopted((arrays, library, None))
-    return Adopted((carried, library, Carried((route, arrays))))
+        return arrays, library, None
+    return carried, library, Carried((route, arrays))
 
 
 #: By array type: the registry asked, the library, and the route of arrays carried early
@@ -115,16 +120,19 @@ def scatter(
         if route is None:
             return chosen.scatter_elements(request)
         return execute(Plan((chosen, route, request)), data)
-    if _torch_grad.compiling() or (out is not None and _traced(out, data, indices, updates)):
+    if _torch_ops.compiling() or (out is not None and _traced(out, data, indices, updates)):
         return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
     if out is None:
-        adopted = adopt(data, indices, updates)
-        arrays, library, carried = adopted
-        if carried is None and library is not None and library.traced(arrays):
+        arrays, library, carried = _adopted((data, indices, updates))
+        if carried is not None:  # CPU tensors' NumPy views: eager, the small call's way
+            request = normalise(arrays[0], arrays[1], arrays[2], axis, reduction)
+            chosen = decide(request, configured(backend), carried)[0]  # by carried.route
+            result = chosen.scatter_elements(request)
+            return carried.route.library.back(result, data, request.dtype_key)
+        if library is not None and library.traced(arrays):
             return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
         request = normalise(arrays[0], arrays[1], arrays[2], axis, reduction)
-        if carried is not None:  # CPU tensors' NumPy views: eager, the small call's way
-            return execute(decide(request, configured(backend), carried), data)
+        adopted = Adopted((arrays, library, None))
     else:
         adopted = Adopted(((), library_of(type(data)), None))
         request = normalise(data, indices, updates, axis, reduction, out)
@@ -136,14 +144,19 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
     if out is None and type(data) is np.ndarray:
         request: Request = normalise_gather(data, indices, axis)
         return execute(decide(request, configured(backend)), data)
-    if _torch_grad.compiling() or (out is not None and _traced(out, data, indices)):
+    if _torch_ops.compiling() or (out is not None and _traced(out, data, indices)):
         return _torch_ops.gather(data, indices, axis, out, backend)
     if out is None:
-        adopted = adopt(data, indices)
-        arrays, library, carried = adopted
-        if carried is None and library is not None and library.traced(arrays):
+        arrays, library, carried = _adopted((data, indices))
+        if carried is not None:
+            request = normalise_gather(arrays[0], arrays[1], axis)
+            chosen: Any = decide(request, configured(backend), carried)[0]  # one that gathers
+            result = chosen.gather_elements(request)
+            return carried.route.library.back(result, data, request.dtype_key)
+        if library is not None and library.traced(arrays):
             return _torch_ops.gather(data, indices, axis, out, backend)
         request = normalise_gather(arrays[0], arrays[1], axis)
+        adopted = Adopted((arrays, library, None))
     else:
         adopted = Adopted(((), library_of(type(data)), None))
         request = normalise_gather(data, indices, axis, out)

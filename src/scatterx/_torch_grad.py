@@ -12,7 +12,6 @@ which autograd may run on another thread.
 
 from __future__ import annotations
 
-import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -45,15 +44,6 @@ def detached(request: Request) -> Request:
     """``request`` on detached tensors: what the recorded call's forward runs."""
     arrays = tuple(array.detach() for array in request.arrays)
     return request.with_arrays(arrays, request.array_type, request.device)
-
-
-def compiling() -> bool:
-    """Whether ``torch.compile`` is tracing the call now (then torch's operators take it).
-
-    Nothing here may make dynamo break the graph: no look at the arrays, no import.
-    """
-    torch = sys.modules.get("torch")
-    return torch is not None and bool(torch.compiler.is_compiling())
 
 
 class TorchCompileWarning(UserWarning):

@@ -21,6 +21,8 @@ from ._interop import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
 from ._request import GatherRequest, Request
 
 _EARLY: dict[type, Route] = {}
+#: The dtypes of indices the contract takes, as :meth:`Torch.early` asks (set by its route).
+_INDEX_DTYPES: tuple[Any, ...] = ()
 
 
 class Torch(Library):
@@ -31,24 +33,26 @@ class Torch(Library):
         return kind if kind in CARRIERS else None
 
     @staticmethod
-    def early(*arrays: Array) -> Arrays | None:
+    def early(arrays: Arrays) -> Arrays | None:
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
         a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
         dtype the contract refuses, so that the error names the tensor's dtype)."""
+        if arrays[1].dtype not in _INDEX_DTYPES:  # (none before early_route: no carry)
+            return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed
-                views = arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
-            else:
-                views = tuple([a.numpy() for a in arrays])
+                return arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
+            return tuple([a.numpy() for a in arrays])
         except (RuntimeError, TypeError):
             return None
-        index = views[1].dtype  # int32 or int64: kind "i", 4 or 8 bytes
-        return views if index.kind == "i" and index.itemsize >= 4 else None
 
     def early_route(self, kind: type) -> Route:
+        global _INDEX_DTYPES
         route = _EARLY.get(kind)
         if route is None:
-            route = _EARLY[kind] = Route(self, type_name(kind), _torch().device("cpu"), NUMPY, None)
+            torch = _torch()
+            _INDEX_DTYPES = (torch.int64, torch.int32)
+            route = _EARLY[kind] = Route(self, type_name(kind), torch.device("cpu"), NUMPY, None)
         return route
 
     def records(self, request: Request) -> bool:

@@ -51,10 +51,25 @@ def _defining() -> bool:
     return True
 
 
+def compiling() -> bool:
+    """Whether ``torch.compile`` is tracing the call now (then torch's operators take it).
+
+    Nothing here may make dynamo break the graph: no look at the arrays, no import, no
+    write. Once torch is imported (seen by :func:`serve` or :class:`_TorchWatcher`), this
+    name is ``torch.compiler.is_compiling`` itself, one call less on every call; until
+    then (and where torch came in unseen) torch is looked for in ``sys.modules``.
+    """
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.compiler.is_compiling())
+
+
 def _mark(torch: Any) -> None:
     """Have dynamo run :func:`_defining` rather than trace it (a registration cannot be
-    traced), so that a compiled function's first call can define the operators."""
+    traced), so that a compiled function's first call can define the operators; and make
+    :func:`compiling` torch's own question."""
+    global compiling
     torch.compiler.assume_constant_result(_defining)
+    compiling = torch.compiler.is_compiling
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
