@@ -132,6 +132,9 @@ def test_the_counting_sort_matches_numpys_stable_sort(chunks: tuple[int, ...], d
     np.testing.assert_array_equal(got.order, order)
     np.testing.assert_array_equal(got.local, local)
     np.testing.assert_array_equal(got.counts, counts)
+    assert not got.clean  # some out of bounds: the split looks for the first
+    inside = np.clip(target, -size, size - 1)
+    assert _split.by_destination(inside, values, starts, spans, (np.int64, True)).clean
     assert got.values.dtype == values.dtype
     np.testing.assert_array_equal(got.values.view(np.uint8), values[order].view(np.uint8))
 
@@ -184,3 +187,39 @@ def test_the_guard_finds_the_first_bad_index_across_blocks_it_checks_together() 
     )
     with pytest.raises(IndexError, match=r"index 9 at position \(17,\)"):
         call.compute()
+
+
+def test_the_splits_find_the_first_bad_index_of_a_large_run() -> None:
+    """Runs large enough for the counting sort, which counts the indices out of bounds as it
+    reads them: the first bad index of the whole, in C order, across two columns."""
+    pytest.importorskip("numba")
+    indices = np.zeros((2, 140_000), np.int64)
+    indices[1, 5] = 50  # earlier along the axis, later in C order
+    indices[0, 100_001] = -51  # the first in C order
+    call = scatterx.scatter_elements(
+        da.zeros((2, 50), chunks=(1, 7)),
+        da.from_array(indices, chunks=(1, 70_000)),
+        da.ones(indices.shape, chunks=(1, 70_000)),
+        axis=1,
+        reduction="add",
+    )
+    with pytest.raises(IndexError, match=r"index -51 at position \(0, 100001\)"):
+        call.compute()
+
+
+def test_the_splits_read_each_block_of_indices_once() -> None:
+    """With data chunked along the axis the splits check the bounds: no clone of the
+    indices' graph computes them a second time for the guard."""
+    made: list[int] = []
+
+    def block(block_info: Any = None) -> Array:
+        start = block_info[None]["array-location"][0][0]
+        made.append(start)
+        return (np.arange(start, start + 5) * 3) % 12
+
+    indices = da.map_blocks(block, chunks=((5,) * 6,), dtype=np.int64)
+    got = scatterx.scatter_elements(
+        da.zeros(12, chunks=4), indices, da.ones(30, chunks=5), reduction="add"
+    ).compute(scheduler="sync")
+    assert sorted(made) == list(range(0, 30, 5))
+    np.testing.assert_array_equal(got, np.bincount(np.arange(30) * 3 % 12, minlength=12))

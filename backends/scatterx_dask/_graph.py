@@ -86,6 +86,13 @@ def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int)
             graph[key] = (_tasks.first_bad_of, list(keys), offsets, indices.shape, size)
             level.append(key)
             group, held = [], 0
+    return _tree(graph, name, level, axis, size)
+
+
+def _tree(graph: dict[Any, Any], name: str, level: list[Any], axis: int, size: int) -> str:
+    """Add a tree of :data:`FAN_IN` to a node over the tasks ``level`` (each a first bad
+    index or None, of its part of indices) and the guard that raises for the first of all;
+    return the guard's key."""
     depth = 0
     while len(level) > 1:
         depth += 1
@@ -110,18 +117,29 @@ def needs_guard(data: Any, indices: Any, axis: int) -> bool:
 
 
 def tasks(
-    request: ScatterRequest, name: str, lined_up: Plan, arrays: tuple[Any, Any], clone: Any
+    request: ScatterRequest,
+    name: str,
+    lined_up: Plan,
+    arrays: tuple[Any, Any],
+    clone: Any,
+    shares: bool = False,
 ) -> dict[Any, Any]:
     """The graph's new tasks: the result's blocks are ``(name, *block)``.
 
     ``arrays`` are indices and updates rechunked as ``lined_up`` (see
     :func:`scatterx_dask._plan.plan`) says;
-    ``clone`` is a clone of the user's indices, for the guard; None where no guard is
-    needed (see :func:`needs_guard`).
+    ``clone`` is a clone of the user's indices, for the guard of data whole along the axis;
+    None where no guard is needed (see :func:`needs_guard`) or data is chunked along the
+    axis (the splits check the indices they read: see :func:`_routed`). ``shares``: the
+    route's lanes travel as one share per reader (see :func:`_routed`).
     """
     data, axis, size = request.data, request.axis, request.axis_size
     graph: dict[Any, Any] = {}
-    guard = None if clone is None else _guard(graph, name, clone, axis, size)
+    routed = data.numblocks[axis] > 1
+    guard = f"{name}-guard" if routed else None
+    if clone is not None and not routed:
+        guard = _guard(graph, name, clone, axis, size)
+    found: list[Any] = []
     indices, updates = arrays
     columns = lined_up.columns
     for block in itertools.product(*(range(n) for n in data.numblocks)):
@@ -140,7 +158,9 @@ def tasks(
                 guard,
             )
         else:
-            _routed(graph, request, name, (indices, updates), column, guard)
+            found += _routed(graph, request, name, (indices, updates), column, (guard, shares))
+    if routed:
+        _tree(graph, name, found, axis, size)
     return graph
 
 
@@ -198,13 +218,24 @@ def _routed(
     name: str,
     arrays: tuple[Any, Any],
     column: tuple[int, ...],
-    guard: str | None,
-) -> None:
+    after: tuple[str | None, bool],
+) -> list[Any]:
     """One column, data in ``K`` blocks along the axis: each block of updates split by
     destination, the pieces routed through a butterfly of fan-in at most
-    :data:`ROUTE_FAN_IN` (see :mod:`scatterx_dask._route`), one flat call per block."""
+    :data:`ROUTE_FAN_IN` (see :mod:`scatterx_dask._route`), one flat call per block, after
+    the guard (``after``: its key, and whether lanes travel as shares). Returns the keys of
+    the splits' first bad indices, for the guard's tree.
+
+    With shares (on a cluster), each lane of a stage is read by the tasks of the next
+    through one small task per reader that takes the reader's share of it (a
+    :func:`~scatterx_dask._route.merge` of one lane), as dask's task shuffle does with
+    ``getitem``: a worker then receives only the updates bound for its own tasks, not
+    every lane whole, about half the bytes on two workers; more tasks, none copying.
+    """
     data, axis = request.data, request.axis
     indices, updates = arrays
+    guard, shares = after
+    offsets = [_starts(sizes) for sizes in indices.chunks]
     targets = data.numblocks[axis]
     starts = np.asarray(_starts(data.chunks[axis]), dtype=np.int64)
     spans = (starts, request.axis_size, _width(data.chunks[axis]))
@@ -217,12 +248,16 @@ def _routed(
     across = math.prod(n for d, n in enumerate(shape) if d != axis)
     runs = _runs(indices.chunks[axis], targets, across)
     origins = len(runs)
-    lanes = {}
+    lanes, found = {}, []
     for origin, run in enumerate(runs):
         key = (f"{name}-split", *at(origin))
         parts = ([(a.name, *at(row)) for row in run] for a in (indices, updates))
-        graph[key] = (_route.split, *parts, axis, spans, shape)
+        corner = tuple(offsets[d][i] for d, i in enumerate(at(run.start)))
+        place = (corner, indices.shape)
+        graph[key] = (_route.split, *parts, axis, spans, shape, place)
         lanes[origin] = key
+        found.append((f"{name}-bad", *at(origin)))
+        graph[found[-1]] = (_route.bad, key)
     count, base = _route.stages(origins, targets, ROUTE_FAN_IN)
     for stage in range(count):
         placed, wider = base**stage, base ** (stage + 1)
@@ -233,6 +268,12 @@ def _routed(
             digit = lane // placed % base
             sources = [lane + (t - digit) * placed for t in range(base)]
             inputs = [lanes[j] for j in sources if j in lanes]
+            if shares:
+                inputs = [
+                    _share(graph, (name, stage, digit), lanes[j], placed, base)
+                    for j in sources
+                    if j in lanes
+                ]
             merged = (digit, placed, base, *inputs)
             if stage < count - 1:
                 key = (f"{name}-route-{stage}", *at(lane))
@@ -243,6 +284,18 @@ def _routed(
                 graph[key] = (_route.applied, block, guard, lane, axis, request.reduction, *merged)
             now[lane] = key
         lanes = now
+    return found
+
+
+def _share(
+    graph: dict[Any, Any], reader: tuple[str, int, int], lane: Any, placed: int, base: int
+) -> Any:
+    """The key of a task taking, of ``lane``, the share of the stage's readers with
+    ``digit`` at place ``placed``."""
+    name, stage, digit = reader
+    key = (f"{name}-share-{stage}", *lane[1:], digit)
+    graph[key] = (_route.merge, digit, placed, base, lane)
+    return key
 
 
 def gather_tasks(request: GatherRequest, name: str, indices: Any, clone: Any) -> dict[Any, Any]:

@@ -19,16 +19,24 @@ Every function here is at module level, so that a ``distributed`` worker can unp
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ._split import by_destination
-from ._tasks import copied, scatter_block
+from ._tasks import BadIndex, copied, first_bad, scatter_block
 
 Array = np.ndarray[Any, Any]
 Piece = tuple[Array, Array]  # flat positions in a block of data, and the values there
 Lane = dict[int, list[Piece]]  # destination block along the axis -> its pieces, in order
+
+
+class Split(NamedTuple):
+    """What a split makes: its pieces by destination, and its run's first bad index (the
+    bounds guard's tree reads that alone, through :func:`bad`)."""
+
+    pieces: Lane
+    bad: BadIndex | None
 
 
 def stages(origins: int, destinations: int, fan_in: int) -> tuple[int, int]:
@@ -58,18 +66,20 @@ def split(
     axis: int,
     spans: tuple[Array, int, int],
     block_shape: tuple[int, ...],
-) -> Lane:
+    place: tuple[tuple[int, ...], tuple[int, ...]],
+) -> Split:
     """The pieces of a run of blocks of indices and updates (consecutive along the axis,
-    joined there), by destination block of data.
+    joined there), by destination block of data, and the run's first bad index (C order).
 
     ``spans``: the starts of data's blocks along the axis (an array, which dask does not
     walk through as it does a tuple), its size, and the length every block but the last
     has where the last is no longer (0 where not: the blocks are found by a search, not a
     division); ``block_shape`` the shape of the data blocks of this column, the axis left
-    as 1 (each block has its own length there). It does not wait for the bounds guard
-    (only the applies do, so that dask's ordering of the graph does not tie every task to
-    every block of indices): an index out of bounds is sent to the nearest block, never
-    applied, and raises nothing here, so that the guard's error is the one raised.
+    as 1 (each block has its own length there); ``place`` the run's offsets in the whole
+    indices, and their shape. The bounds guard reads the first bad index found here (so
+    that the indices are read once, by the splits): an index out of bounds is sent to the
+    nearest block, never applied (every apply waits for the guard), and raises nothing
+    here, so that the guard's error, the first of the whole, is the one raised.
     """
     block, values = _joined(indices, axis), _joined(updates, axis)
     starts, size, width = spans
@@ -87,11 +97,18 @@ def split(
         flat = _flat(ran.local, (dest, ran.order), block.shape, lengths, axis, block_shape)
         flat = flat.astype(kind)
     values, counts = ran.values, ran.counts
+    bad = None if ran.clean else first_bad(block, *place, size)
     ends = np.cumsum(counts)
-    return {
+    pieces = {
         k: [(flat[ends[k] - counts[k] : ends[k]], values[ends[k] - counts[k] : ends[k]])]
         for k in np.flatnonzero(counts).tolist()
     }
+    return Split(pieces, bad)
+
+
+def bad(made: Split) -> BadIndex | None:
+    """A split's first bad index: a small task beside it, for the bounds guard's tree."""
+    return made.bad
 
 
 def _joined(blocks: list[Array], axis: int) -> Array:
@@ -119,13 +136,15 @@ def _flat(
     return (before * lengths[dest] + local) * math.prod(after_shape) + after
 
 
-def merge(digit: int, placed: int, base: int, *lanes: Lane) -> Lane:
+def merge(digit: int, placed: int, base: int, *lanes: Lane | Split) -> Lane:
     """The pieces whose destination has ``digit`` at place ``placed`` (a power of
-    ``base``), from ``lanes`` in ascending order of origin, listed in that order (not
-    joined: only the apply joins them, once)."""
+    ``base``), from ``lanes`` (or splits) in ascending order of origin, listed in that order
+    (not joined: only the apply joins them, once). With one lane: its share for one reader
+    of the next stage (on a cluster, so that only that share travels to it)."""
     joined: Lane = {}
     for lane in lanes:
-        for dest, pieces in lane.items():
+        held = lane.pieces if isinstance(lane, Split) else lane
+        for dest, pieces in held.items():
             if dest // placed % base == digit:
                 joined.setdefault(dest, []).extend(pieces)
     return joined
@@ -150,7 +169,7 @@ def applied(
     digit: int,
     placed: int,
     base: int,
-    *lanes: Lane,
+    *lanes: Lane | Split,
 ) -> Any:
     """The last stage of lane ``dest`` (the pieces of ``lanes`` aimed at block ``dest``
     joined, as :func:`merge` joins them), and block ``dest`` of data with them applied, in

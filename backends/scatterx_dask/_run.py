@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 from scatterx.backend import GatherRequest, ScatterRequest
@@ -48,6 +49,19 @@ def _guarded(data: Any, indices: Any, rechunked: Any, axis: int, token: str) -> 
     return [_clone(indices, f"checked-{token}")] if needed else []
 
 
+def _on_a_cluster() -> bool:
+    """Whether a ``distributed`` client is the default at the call, as dask's own shuffles
+    ask before they choose a method: then the route's lanes travel as shares."""
+    distributed: Any = sys.modules.get("distributed")
+    if distributed is None:
+        return False
+    try:
+        distributed.default_client()
+    except ValueError:  # no client
+        return False
+    return True
+
+
 def _strings_checked(array: Any, role: str) -> Any:
     """An object array with each block checked for str only at its place in the whole."""
     if array.dtype.kind != "O":
@@ -71,10 +85,12 @@ def scatter_elements(request: ScatterRequest) -> Any:
     indices_r = indices.rechunk(lined_up.index_chunks)
     updates_r = updates.rechunk(lined_up.index_chunks)
     token = tokenize(data, indices, updates, request.axis, request.reduction)
-    checked = _guarded(data, indices, indices_r, request.axis, token)
+    routed = data.numblocks[request.axis] > 1  # its splits check the indices they read
+    checked = [] if routed else _guarded(data, indices, indices_r, request.axis, token)
     name = f"scatter_elements-{token}"
     clone = checked[0] if checked else None
-    layer = _graph.tasks(request, name, lined_up, (indices_r, updates_r), clone)
+    arrays = (indices_r, updates_r)
+    layer = _graph.tasks(request, name, lined_up, arrays, clone, shares=_on_a_cluster())
     inputs = [data, indices_r, updates_r, *checked]
     graph = HighLevelGraph.from_collections(name, layer, dependencies=inputs)
     return da.Array(graph, name, data.chunks, meta=data._meta)

@@ -34,6 +34,7 @@ class Sorted(NamedTuple):
     local: Array  # its place along the axis in its block
     values: Array  # its value
     counts: Array  # the updates of each block
+    clean: bool  # whether every index is in bounds (False: maybe not, check them)
 
 
 def by_destination(
@@ -56,14 +57,14 @@ def by_destination(
     kernel = _kernel() if target.size >= NUMBA_FROM else None
     if kernel is None:
         order, local, counts = _numpy(target, starts, size, width)
-        return Sorted(order, local.astype(kind), np.take(values, order), counts)
+        return Sorted(order, local.astype(kind), np.take(values, order), counts, False)
     counts = np.zeros(starts.size, np.int64)
     local = np.empty(target.size, kind)
     moved = _numba_moves(values.dtype)
     order = np.empty(target.size if ordered or not moved else 0, np.intp)
     pair = (values, np.empty_like(values)) if moved else (np.empty(0, np.uint8),) * 2
-    kernel(target, starts, size, width, counts, order, local, *pair)
-    return Sorted(order, local, pair[1] if moved else values[order], counts)
+    bad = kernel(target, starts, size, width, counts, order, local, *pair)
+    return Sorted(order, local, pair[1] if moved else values[order], counts, bad == 0)
 
 
 def _numba_moves(dtype: np.dtype[Any]) -> bool:
@@ -97,8 +98,10 @@ def _narrow(largest: int) -> type[np.unsignedinteger[Any]]:
 
 
 @functools.cache
-def _kernel() -> Callable[..., None] | None:
-    """The counting sort, compiled; None where numba is not installed."""
+def _kernel() -> Callable[..., int] | None:
+    """The counting sort, compiled (it returns how many indices are out of bounds, counted
+    as it reads them: the split then looks for the first only where there is one); None
+    where numba is not installed."""
     if importlib.util.find_spec("numba") is None:
         return None
     import numba
@@ -113,14 +116,16 @@ def _kernel() -> Callable[..., None] | None:
         local: Array,
         values: Array,
         out: Array,
-    ) -> None:
+    ) -> int:
         last = starts.size - 1
         found = np.empty(target.size, np.int32)
         inverse = 1.0 / width if width > 0 else 0.0
+        bad = 0
         for i in range(target.size):
             t = target[i]
             if t < 0:
                 t += size
+            bad += (t < 0) | (t >= size)
             if width > 0:  # a product in place of a division (ten times its cost)
                 d = int(t * inverse)
                 d += (d + 1) * width <= t
@@ -147,6 +152,7 @@ def _kernel() -> Callable[..., None] | None:
                 order[p] = i
             if out.size:
                 out[p] = values[i]
+        return bad
 
-    jitted: Callable[..., None] = numba.njit(cache=True, nogil=True)(counting_sort)
+    jitted: Callable[..., int] = numba.njit(cache=True, nogil=True)(counting_sort)
     return jitted
