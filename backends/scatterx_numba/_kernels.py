@@ -101,10 +101,12 @@ def _specialise(strategy: int, op: str) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         bad = np.empty(n_tasks, np.int64)
         if columns and params.check_first:  # pruned from the others, as the second pass
-            # Into the caller's out: every index is checked before the first write.
-            for task in nb.prange(n_tasks):
-                bad[task] = first_bad_index(arrays.idx, arrays.out.shape[1], task, n_tasks)
-            if not all_in_bounds(bad):
+            # Into the caller's out: every index is checked before the first write, on
+            # this thread: a prange of its own would wait for a descheduled thread on a
+            # loaded machine, which cost more than the pass itself (docs/performance.md).
+            first_bad = first_bad_index(arrays.idx, arrays.out.shape[1], 0, 1)
+            if first_bad >= 0:
+                bad[:] = first_bad
                 return bad
         for task in nb.prange(n_tasks):
             bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
