@@ -27,6 +27,9 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 _ORDER = "seq_cst"
+#: Looks at a counter before a waiting task yields its core: tens of microseconds, less
+#: than a share of work.
+SPIN_LOOKS = 1 << 12
 #: What a waiting task calls to hand its core to another thread (a descheduled task's):
 #: POSIX's ``sched_yield``, found among the process's symbols when the code is loaded
 #: (from numba's cache too: it names the symbol, not an address). Elsewhere the task
@@ -113,9 +116,14 @@ def claim(counters: Any, position: int, count: int) -> int:
 
 @nb.njit(cache=False)
 def wait_until(counters: Any, position: int, count: int) -> None:
-    """Wait until ``counters[position]`` reaches ``count``, yielding the core meanwhile."""
+    """Wait until ``counters[position]`` reaches ``count``: spinning first (the share
+    waited for is being worked on, and a yield to another process would cost a time
+    slice), then yielding the core on every look (its task was descheduled)."""
+    looks = 0
     while load(counters, position) < count:
-        yield_thread()
+        looks += 1
+        if looks > SPIN_LOOKS:
+            yield_thread()
 
 
 @nb.njit(cache=False)
