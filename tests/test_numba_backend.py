@@ -183,6 +183,54 @@ def test_columns_in_place_check_every_index_in_their_kernel(
     assert _runtime.pass_kernel("index_range") not in launched
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    ("bad_at", "first"),
+    [
+        # In both check shares: the first in C order is in the first share, whose task
+        # may finish after the other's.
+        ({(2900, 5): 40, (1200, 3): -41, (1200, 29): 99}, (1200, 3)),
+        ({(2999, 29): 40}, (2999, 29)),  # the last index, in the last share only
+        ({(0, 0): -41}, (0, 0)),
+    ],
+)
+def test_columns_in_place_check_claimed_shares(
+    threads: int, bad_at: dict[tuple[int, int], int], first: tuple[int, int]
+) -> None:
+    """The in-place columns kernel checks its indices in shares claimed by whichever task
+    is free (``_claims``), in the region that writes: more indices than one share, on
+    one thread and on two, leave ``out`` untouched on a bad index and name the first."""
+    from scatterx_numba import _kernels
+
+    rng = np.random.default_rng(11)
+    indices = rng.integers(-40, 40, (3000, 30))
+    assert indices.size > _kernels.CHECK_INDICES  # two shares
+    assert _plan.plan((3000, 40), indices.shape, 1, 4, threads).strategy == Strategy.COLUMNS
+    data = rng.standard_normal((3000, 40)).astype(np.float32)
+    updates = rng.standard_normal(indices.shape).astype(np.float32)
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        bad = indices.copy()
+        for position, value in bad_at.items():
+            bad[position] = value
+        out = data.copy()
+        with pytest.raises(IndexError) as info:
+            scatterx.scatter_elements(
+                out, bad, updates, axis=1, reduction="add", out=out, backend="numba"
+            )
+        expected = scatterx.backend.out_of_bounds_error(int(bad[first]), first, 1, 40)
+        assert str(info.value) == str(expected)
+        assert_bitwise_equal(out, data)
+        want = reference_scatter_elements(data, indices, updates, axis=1, reduction="add")
+        scatterx.scatter_elements(
+            out, indices, updates, axis=1, reduction="add", out=out, backend="numba"
+        )
+        assert_bitwise_equal(out, want)
+    finally:
+        numba.set_num_threads(before)
+
+
 def test_embedding_rows_with_a_bad_row(two_threads: None) -> None:
     tokens = np.array([[3], [-1], [7], [2]])
     indices = np.repeat(tokens, 256, axis=1)

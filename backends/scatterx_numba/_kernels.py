@@ -2,8 +2,9 @@
 
 A kernel runs the first pass of its strategy on every task under ``prange`` and, for the
 two-pass strategies, the second pass once every first pass found its indices in bounds;
-the columns kernel, writing into the caller's ``out``, first checks every index in a pass
-of its own (``KernelParams.check_first``);
+the columns kernel, writing into the caller's ``out``, first checks every index
+(``KernelParams.check_first``), in the same ``prange``: its tasks claim shares of the
+check, then of the writes, at run time (:mod:`scatterx_numba._claims`);
 the binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
 The ``prange`` must sit in the cached function itself; the tasks of a pass share no
 output element, so they run in any order on any thread.
@@ -43,6 +44,7 @@ from numba.extending import overload
 
 from . import _ops
 from ._binned import apply_bins_task, bin_task
+from ._claims import claim, counters, fetch_add, wait_until
 from ._launch import KernelParams
 from ._plan import Strategy
 from ._rows import apply_task, target_task
@@ -51,6 +53,8 @@ from ._segments import fold_task, last_position_task, merge_last_task, merge_tas
 from ._tasks import all_in_bounds, column_task, first_bad_index, owner_task
 
 _kernel = nb.njit(parallel=True, cache=True, nogil=True)
+#: Indices per share of the columns kernel's check of its indices.
+CHECK_INDICES = 1 << 16
 
 #: The tasks of each strategy's passes; ``none`` on segments keeps the last position of
 #: each target instead of folding values (the last update wins). A two-pass kernel runs
@@ -101,11 +105,26 @@ def _specialise(strategy: int, op: str) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         bad = np.empty(n_tasks, np.int64)
         if columns and params.check_first:  # pruned from the others, as the second pass
-            # Into the caller's out: every index is checked before the first write.
-            for task in nb.prange(n_tasks):
-                bad[task] = first_bad_index(arrays.idx, arrays.out.shape[1], task, n_tasks)
-            if not all_in_bounds(bad):
-                return bad
+            # Into the caller's out: every index is checked before the first write, in the
+            # one parallel region that writes (a region of its own would wait for a
+            # descheduled thread once more): shares claimed at run time, see _claims.
+            n_checks = max(1, -(-arrays.idx.size // CHECK_INDICES))
+            # Filled out of line: in the kernel, np.zeros and bad[:] = -1 would be
+            # parallel regions of their own.
+            checks, claims, bad = np.empty(n_checks, np.int64), counters(3), counters(n_tasks, -1)
+            for _task in nb.prange(n_tasks):
+                c = claim(claims, 0, n_checks)
+                while c >= 0:
+                    checks[c] = first_bad_index(arrays.idx, arrays.out.shape[1], c, n_checks)
+                    fetch_add(claims, 1, 1)
+                    c = claim(claims, 0, n_checks)
+                wait_until(claims, 1, n_checks)
+                if all_in_bounds(checks):
+                    p = claim(claims, 2, n_tasks)
+                    while p >= 0:
+                        bad[p] = run_task(first, op, arrays, scratch, params, p, n_tasks)
+                        p = claim(claims, 2, n_tasks)
+            return bad if all_in_bounds(checks) else checks
         for task in nb.prange(n_tasks):
             bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
         if two_pass and all_in_bounds(bad):
