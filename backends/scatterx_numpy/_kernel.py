@@ -74,14 +74,24 @@ def _grid(index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int) 
 @lru_cache(maxsize=256)
 def _small_layout(
     index_shape: tuple[int, ...], data_shape: tuple[int, ...], axis: int
-) -> tuple[int, Array]:
+) -> tuple[Array, Array]:
     grid = _grid(index_shape, data_shape, axis)
     grid.flags.writeable = False
-    return _c_strides(data_shape)[axis], grid
+    return _stride(data_shape, axis), grid
+
+
+def _stride(data_shape: tuple[int, ...], axis: int) -> Array:
+    """The element stride of ``axis`` in C-ordered data, as a 0-d int64 array: a ufunc
+    takes it as it is (a Python int is converted at every call), and it makes the
+    product int64 whatever the indices' dtype."""
+    stride = np.array(_c_strides(data_shape)[axis], dtype=np.int64)
+    stride.flags.writeable = False
+    return stride
 
 
 def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int, count: int) -> Array:
-    """C-order flat positions (int64) in data of the ``count`` elements of ``indices``.
+    """C-order flat positions (int64) in data of the ``count`` elements of ``indices``, in
+    the shape of ``indices`` (``ndarray.put`` reads them flat; ``reshape(-1)`` for others).
 
     Raises the contract's IndexError for the first out-of-bounds index in C order.
     """
@@ -90,20 +100,16 @@ def flat_positions(indices: Array, data_shape: tuple[int, ...], axis: int, count
     if count <= _CACHED_GRID_LIMIT:  # small calls recur: their grids are kept
         stride, grid = _small_layout(indices.shape, data_shape, axis)
     else:
-        stride, grid = _c_strides(data_shape)[axis], _grid(indices.shape, data_shape, axis)
+        stride, grid = _stride(data_shape, axis), _grid(indices.shape, data_shape, axis)
     # int64 arithmetic even for int32 indices: flat positions of big data pass 2**31.
     if has_negative:
         along = indices.astype(np.int64)
         along += np.where(along < 0, size, 0)
         along *= stride
-        along += grid
-    elif indices.dtype.itemsize == 8:
-        along = indices * stride if stride != 1 else indices.astype(np.int64)
-        along += grid
     else:
-        along = np.multiply(indices, stride, dtype=np.int64)
-        along += grid
-    return along.reshape(-1)
+        along = np.multiply(indices, stride)  # int64: the stride is
+    along += grid
+    return along
 
 
 def _extreme_by_sorting(out: Array, flat: Array, values: Array, reduction: str) -> None:
@@ -195,13 +201,14 @@ def scatter_elements(request: ScatterRequest) -> Array:
 
 
 def _apply(out: Array, flat: Array, updates: Array, reduction: str, dtype: np.dtype[Any]) -> None:
-    """Scatter into the C-contiguous ``out`` at the C-order ``flat`` positions."""
+    """Scatter into the C-contiguous ``out`` at the C-order ``flat`` positions (of the
+    shape of ``updates``)."""
     if reduction == "none":
         # ndarray.put is one sequential C loop over the positions (PyArray_PutTo), taking
         # updates in C order, so the last duplicate wins; duplicate cases of the suite guard it.
         out.put(flat, updates, "wrap")  # mode, given by position: no keywords to parse
         return
-    out = out.reshape(-1)
+    out, flat = out.reshape(-1), flat.reshape(-1)
     values = np.ascontiguousarray(updates, dtype=dtype).reshape(-1)
     if dtype.kind in "US":
         _extreme_by_sorting(out, flat, values, reduction)

@@ -21,8 +21,9 @@ from ._interop import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
 from ._request import GatherRequest, Request
 
 _EARLY: dict[type, Route] = {}
-#: The dtypes of indices the contract takes, as :meth:`Torch.early` asks (set by its route).
-_INDEX_DTYPES: tuple[Any, ...] = ()
+#: The dtypes of indices the contract takes, as :meth:`Torch.early` asks of their views
+#: (a NumPy array's dtype costs less to read than a tensor's).
+_INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
 
 
 class Torch(Library):
@@ -37,22 +38,20 @@ class Torch(Library):
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
         a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
         dtype the contract refuses, so that the error names the tensor's dtype)."""
-        if arrays[1].dtype not in _INDEX_DTYPES:  # (none before early_route: no carry)
-            return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed
-                return arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
-            return tuple([a.numpy() for a in arrays])
+                views = arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()
+            else:
+                views = tuple([a.numpy() for a in arrays])
         except (RuntimeError, TypeError):
             return None
+        return views if views[1].dtype in _INDEX_DTYPES else None
 
     def early_route(self, kind: type) -> Route:
-        global _INDEX_DTYPES
         route = _EARLY.get(kind)
         if route is None:
-            torch = _torch()
-            _INDEX_DTYPES = (torch.int64, torch.int32)
-            route = _EARLY[kind] = Route(self, type_name(kind), torch.device("cpu"), NUMPY, None)
+            device = _torch().device("cpu")
+            route = _EARLY[kind] = Route(self, type_name(kind), device, NUMPY, None)
         return route
 
     def records(self, request: Request) -> bool:
