@@ -145,24 +145,30 @@ def _scatter_columns(arrays: Any, params: Any, o0: int, o1: int, op: Any) -> int
     """Outer positions ``o0:o1`` of one-column data (``(outer, size, 1)``: last-axis-sparse,
     a few updates per row of data), each copied first where ``params.copy`` says.
 
-    One flat loop over unsigned positions of the 3-D arrays: per unit, the generic path's
-    call, views and 2-D loop over one column cost several times the hand-written loop.
+    One flat loop over unsigned positions of 2-D views (the last, unit axis dropped): per
+    unit, the generic path's call, views and 2-D loop over one column cost several times
+    the hand-written loop, and on the 3-D arrays each position is multiplied by the unit
+    axis' length, known only at run time (1.5x the 2-D loop for add, in place).
     ``params.checked``: the indices are known in bounds (the pass before an in-place
     call), and the loop does not look again. Returns -1 or the first bad C position.
     """
-    out, data, idx, upd = arrays.out, arrays.data, arrays.idx, arrays.upd
-    size, rows, zero = out.shape[1], idx.shape[1], np.uint64(0)
+    size, rows = arrays.out.shape[1], arrays.idx.shape[1]
+    out = arrays.out.reshape(arrays.out.shape[0], size)
+    data = arrays.data.reshape(arrays.data.shape[0], size)
+    idx = arrays.idx.reshape(arrays.idx.shape[0], rows)
+    upd = arrays.upd.reshape(arrays.upd.shape[0], rows)
+    zero = np.uint64(0)
     for o in range(np.uint64(o0), np.uint64(o1)):
         oo = np.uint64(arrays.outer_map[o])
         if params.copy:
             for k in range(zero, np.uint64(size)):
-                out[oo, k, zero] = data[oo, k, zero]
+                out[oo, k] = data[oo, k]
         for a in range(zero, np.uint64(rows)):
-            v = wrap(idx[o, a, zero], size)
+            v = wrap(idx[o, a], size)
             if not params.checked and (v < 0 or v >= size):
                 return int(o * rows + a)
-            target = (oo, np.uint64(v), zero)
-            out[target] = fold(op, out[target], upd[o, a, zero])
+            target = (oo, np.uint64(v))
+            out[target] = fold(op, out[target], upd[o, a])
     return -1
 
 
