@@ -231,6 +231,41 @@ def test_columns_in_place_check_claimed_shares(
         numba.set_num_threads(before)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_one_column_rows_prefetched_ahead_keep_the_oracle_bits(
+    two_threads: None, reduction: str
+) -> None:
+    """One-column units prefetch the targets of rows ahead of the one they scatter, even
+    where the indices are not checked yet (a new result copied before the kernel: indices
+    shorter than data). The bits are the oracle's, in place and new, and an index far out
+    of bounds, prefetched before it is met, is still the error."""
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((700, 40)).astype(np.float32)
+    indices = rng.integers(-40, 40, (650, 12))
+    updates = rng.standard_normal(indices.shape).astype(np.float32)
+    _check(data, indices, updates, 1, reduction)
+    full = rng.integers(-40, 40, (700, 12))
+    out = data.copy()
+    scatterx.scatter_elements(
+        out,
+        full,
+        updates[:1].repeat(700, 0),
+        axis=1,
+        reduction=reduction,
+        out=out,
+        backend="numba",
+    )
+    want = reference_scatter_elements(
+        data, full, updates[:1].repeat(700, 0), axis=1, reduction=reduction
+    )
+    assert_bitwise_equal(out, want)
+    bad = indices.copy()
+    bad[600, 3] = -(10**15)
+    with pytest.raises(IndexError) as info:
+        scatterx.scatter_elements(data, bad, updates, axis=1, reduction=reduction, backend="numba")
+    assert str(info.value) == str(scatterx.backend.out_of_bounds_error(-(10**15), (600, 3), 1, 40))
+
+
 def test_embedding_rows_with_a_bad_row(two_threads: None) -> None:
     tokens = np.array([[3], [-1], [7], [2]])
     indices = np.repeat(tokens, 256, axis=1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -41,10 +42,16 @@ def _input(array: Array, dtype: np.dtype[Any], storage: np.dtype[Any]) -> Array:
     return _readonly(array.view(storage))
 
 
+@lru_cache(maxsize=256)
 def _maps(
     data_shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int
 ) -> tuple[Array, Array]:
-    """Flat outer and inner positions of data for each flat outer/inner position of indices."""
+    """Flat outer and inner positions of data for each flat outer/inner position of indices.
+
+    Read-only, so shared by the calls of one kind: a call made again and again (in place,
+    say) spares their making, whose cost grows tenfold once the kernel has evicted the
+    interpreter's state from the caches (docs/backends/numba.md).
+    """
     maps = []
     for part in (slice(0, axis), slice(axis + 1, None)):
         index_part, data_part = index_shape[part], data_shape[part]
@@ -59,6 +66,8 @@ def _maps(
 
 def _raise_first_bad(bad: Array, request: Request) -> None:
     """Raise the contract's IndexError for the first out-of-bounds index in C order."""
+    if max(bad.tolist(), default=-1) < 0:  # every task: -1 (no ufunc: see _maps)
+        return
     found = bad[bad >= 0]
     if found.size:
         position = tuple(int(p) for p in np.unravel_index(int(found.min()), request.index_shape))

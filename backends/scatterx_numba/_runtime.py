@@ -196,7 +196,18 @@ def between_processes(lock: Path | None = None) -> Iterator[None]:
 
 
 def num_threads() -> int:
-    """Threads numba uses in this thread (``set_num_threads``, ``NUMBA_NUM_THREADS``)."""
+    """Threads numba uses in this thread (``set_num_threads``, ``NUMBA_NUM_THREADS``).
+
+    Once numba's threads are started, read as ``numba.get_num_threads`` reads it, without
+    its start-up check: that takes two locks, a tenth of the interpreter's work for an
+    in-place call once the kernel has evicted it from the caches.
+    """
+    parallel: Any = sys.modules.get("numba.np.ufunc.parallel")
+    if parallel is not None and getattr(parallel, "_is_initialized", False):
+        read = getattr(parallel, "_get_num_threads", None)
+        found = int(read()) if read is not None else 0
+        if found > 0:
+            return found
     numba: Any = importlib.import_module("numba")
     return int(numba.get_num_threads())
 
