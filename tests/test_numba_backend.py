@@ -381,3 +381,25 @@ def test_owner_strategy_memory_is_bounded_by_the_output() -> None:
     peak = float(run_python(OWNER_MEMORY_SCRIPT, env={"NUMBA_NUM_THREADS": "16"}))
     # The output, the owners' rows and the kernel's small arrays: 16 copies were 17x.
     assert peak < 2.5
+
+
+def test_only_small_position_maps_are_kept() -> None:
+    """A call whose indices are long off the axis makes its maps afresh; small ones are kept."""
+    from scatterx_numba import _run
+
+    small = (np.zeros((4, 8), np.float32), np.zeros((2, 8), np.int64), np.ones((2, 8), np.float32))
+    wide = _run._KEPT_MAP + 1
+    large = (
+        np.zeros((2, wide), np.float32),
+        np.zeros((1, wide), np.int64),
+        np.ones((1, wide), np.float32),
+    )
+    _run._kept_maps.cache_clear()
+    for data, indices, updates in (small, large):
+        out = scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
+        expected = scatterx.scatter_elements(
+            data, indices, updates, reduction="add", backend="numpy"
+        )
+        assert np.array_equal(out, expected)
+    kept = _run._kept_maps.cache_info().currsize
+    assert kept == 1, kept

@@ -42,7 +42,11 @@ def _input(array: Array, dtype: np.dtype[Any], storage: np.dtype[Any]) -> Array:
     return _readonly(array.view(storage))
 
 
-@lru_cache(maxsize=256)
+#: Positions of the largest maps that :func:`_maps` keeps (two int64 arrays of at most
+#: this many each, 256 kinds of call: 128 MiB at most).
+_KEPT_MAP = 1 << 15
+
+
 def _maps(
     data_shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int
 ) -> tuple[Array, Array]:
@@ -50,8 +54,18 @@ def _maps(
 
     Read-only, so shared by the calls of one kind: a call made again and again (in place,
     say) spares their making, whose cost grows tenfold once the kernel has evicted the
-    interpreter's state from the caches (docs/backends/numba.md).
+    interpreter's state from the caches (docs/backends/numba.md). Only small maps are
+    kept: a large one costs little beside its call's own work, and would hold its memory.
     """
+    parts = (index_shape[:axis], index_shape[axis + 1 :])
+    if max(math.prod(part) for part in parts) <= _KEPT_MAP:
+        return _kept_maps(data_shape, index_shape, axis)
+    return _made_maps(data_shape, index_shape, axis)
+
+
+def _made_maps(
+    data_shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int
+) -> tuple[Array, Array]:
     maps = []
     for part in (slice(0, axis), slice(axis + 1, None)):
         index_part, data_part = index_shape[part], data_shape[part]
@@ -62,6 +76,9 @@ def _maps(
             flat = flat.astype(np.int64)
         maps.append(_readonly(flat))
     return maps[0], maps[1]
+
+
+_kept_maps = lru_cache(maxsize=256)(_made_maps)
 
 
 def _raise_first_bad(bad: Array, request: Request) -> None:
