@@ -20,6 +20,7 @@ from scatterx_bench.cli import main as bench_main
 from scatterx_bench.libraries import (
     PEER,
     arrays_of,
+    in_layout_of,
     on,
     peer_call,
     require_library,
@@ -143,6 +144,25 @@ def test_contestants_on_a_library_compute_the_standard_cases(library: str, name:
     case = make_case(name, TINY)
     _check_on(library, case, "max")
     _check_on(library, case, "add", rtol=1e-5)  # sums in another order
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_the_numpy_side_of_a_row_has_the_librarys_layout(library: str) -> None:
+    """square-transposed holds Fortran-ordered arrays: on torch (zero-copy) they stay so, and
+    JAX makes C-ordered ones, so the NumPy call a row is compared with gets C-ordered copies
+    there, and the same values."""
+    case = make_case("square-transposed", TINY)
+    assert all(a.flags.f_contiguous and not a.flags.c_contiguous for a in case.arrays)
+    with arrays_of(library):
+        moved = to_library(case, library)
+        twin = in_layout_of(case, library)
+    for made, source, same in zip(moved.arrays, case.arrays, twin.arrays, strict=True):
+        np.testing.assert_array_equal(same, source)
+        if library == "jax":
+            assert same.flags.c_contiguous
+        else:
+            assert same is source
+            assert made.stride() == tuple(s // source.itemsize for s in source.strides)
 
 
 def test_bench_help_names_the_library_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -223,3 +223,30 @@ def test_the_splits_read_each_block_of_indices_once() -> None:
     ).compute(scheduler="sync")
     assert sorted(made) == list(range(0, 30, 5))
     np.testing.assert_array_equal(got, np.bincount(np.arange(30) * 3 % 12, minlength=12))
+
+
+def _shares(monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, int], chunks: int) -> int:
+    """The share tasks of a graph built as on a cluster: ``sizes`` elements of data and of
+    updates, each in ``chunks`` chunks."""
+    from scatterx_dask import _run
+
+    monkeypatch.setattr(_run, "_on_a_cluster", lambda: True)
+    size, count = sizes
+    indices = da.zeros(count, dtype=np.int64, chunks=count // chunks)
+    result = scatterx.scatter_elements(
+        da.zeros(size, chunks=size // chunks),
+        indices,
+        da.ones(count, chunks=count // chunks),
+        reduction="add",
+    )
+    return sum("-share-" in str(key) for key in result.__dask_graph__())
+
+
+def test_on_a_cluster_only_large_lanes_travel_as_shares(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A share task per reader halves the bytes a large lane sends between workers, but
+    costs a cluster a task each: lanes of few updates travel whole."""
+    small = _graph.SMALL_RUN
+    assert _shares(monkeypatch, (64, 64 * small), 64) > 0  # a lane of `small` updates
+    # blocks of small / 128 updates: runs of 32 blocks (the most a split reads), small / 4
+    assert _shares(monkeypatch, (64, 64 * small // 128), 64) == 0
+    assert _shares(monkeypatch, (2000, 2000), 2000) == 0  # the issue's chunks of 1

@@ -48,7 +48,7 @@ from .dask_along import AlongConfig
 from .dask_bench import DaskRun, print_dask
 from .dask_scaling import ScalingConfig
 from .grad_bench import grad_cases, print_grad, time_case
-from .libraries import arrays_of, require_library, to_library
+from .libraries import arrays_of, in_layout_of, require_library, to_library
 from .library_table import LibraryRun, print_library
 from .onnx_bench import print_onnx, time_onnx_row
 from .options import BLOCK_REPEAT, PROG
@@ -175,10 +175,11 @@ def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], li
         for run in runs:
             with arrays_of(run.library):
                 moved = _move(run, case)  # once per case
+                twin = in_layout_of(case, run.library)  # the NumPy side, in the same layout
                 for reduction in reductions:
                     progress(f"{name} {reduction} on {run.library}")
-                    run.time_row(case, moved, reduction, args.block_repeat, contestants.skip)
-            del moved
+                    run.time_row(twin, moved, reduction, args.block_repeat, contestants.skip)
+            del moved, twin
     for run in small_runs if small else ():
         progress(f"3x3 spec example on {run.library}")
         with arrays_of(run.library):

@@ -17,6 +17,8 @@ import timeit
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+
 from scatterx import BackendError, scatter_elements
 
 from .base import BenchCase, Call, Unavailable, require
@@ -88,6 +90,17 @@ def to_library(case: BenchCase, library: str) -> BenchCase:
     for made in moved.arrays:
         made.block_until_ready()
     return moved
+
+
+def in_layout_of(case: BenchCase, library: str) -> BenchCase:
+    """``case``'s NumPy arrays laid out as :func:`to_library` holds them in ``library``, for
+    the call on NumPy arrays that a library's row is compared with: JAX arrays are C-ordered
+    whatever their source (square-transposed's Fortran-ordered arrays become C-ordered
+    copies), so that side gets C-ordered copies too; torch's tensors and Dask's blocks keep
+    the case's strides, and so does the case."""
+    if library != "jax":
+        return case
+    return case.to(np.ascontiguousarray)
 
 
 def _ready(call: Call) -> Call:

@@ -230,7 +230,9 @@ def _routed(
     through one small task per reader that takes the reader's share of it (a
     :func:`~scatterx_dask._route.merge` of one lane), as dask's task shuffle does with
     ``getitem``: a worker then receives only the updates bound for its own tasks, not
-    every lane whole, about half the bytes on two workers; more tasks, none copying.
+    every lane whole, about half the bytes on two workers; more tasks, none copying. Only
+    where a split holds :data:`SMALL_RUN` updates or more on average: a task costs a
+    cluster about a millisecond, more than sending a small lane whole to each reader.
     """
     data, axis = request.data, request.axis
     indices, updates = arrays
@@ -248,6 +250,7 @@ def _routed(
     across = math.prod(n for d, n in enumerate(shape) if d != axis)
     runs = _runs(indices.chunks[axis], targets, across)
     origins = len(runs)
+    shares = shares and sum(indices.chunks[axis]) * across >= SMALL_RUN * origins
     lanes, found = {}, []
     for origin, run in enumerate(runs):
         key = (f"{name}-split", *at(origin))
