@@ -1,11 +1,13 @@
 """The parallel kernels: one template, compiled per strategy and reduction, disk-cached.
 
-A kernel runs the first pass of its strategy on every task under ``prange`` and, for the
-two-pass strategies, the second pass once every first pass found its indices in bounds;
-the columns kernel, writing into the caller's ``out``, first checks every index
-(``KernelParams.check_first``), in the same ``prange``: its tasks claim shares of the
-check, then of the writes, at run time (:mod:`scatterx_numba._claims`);
-the binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
+A kernel runs the first pass of its strategy on every task in one ``prange``; a
+two-pass strategy runs its second pass in the same ``prange``, once every first-pass task
+found its indices in bounds: the tasks of each pass are claimed at run time
+(:mod:`scatterx_numba._claims`). The columns kernel, writing into the caller's ``out``,
+first checks every index (``KernelParams.check_first``) likewise, in its one ``prange``.
+Each ``prange`` compiles to a function of its own that links its tasks' code again: one
+per kernel keeps a cold compile short (a third less than one per pass).
+The binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
 The ``prange`` must sit in the cached function itself; the tasks of a pass share no
 output element, so they run in any order on any thread.
 
@@ -105,11 +107,26 @@ def _specialise(strategy: int, op: str) -> Any:
     def scatter(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         bad = np.empty(n_tasks, np.int64)
+        if two_pass:  # pruned from one-pass kernels
+            # Both passes in one parallel region, tasks claimed at run time (see _claims):
+            # a region per pass would wait for a descheduled thread once more, and each
+            # compiles to a function of its own (a third of the kernel's compile time).
+            claims = counters(3)
+            for _task in nb.prange(n_tasks):
+                p = claim(claims, 0, n_tasks)
+                while p >= 0:
+                    bad[p] = run_task(first, op, arrays, scratch, params, p, n_tasks)
+                    fetch_add(claims, 1, 1)
+                    p = claim(claims, 0, n_tasks)
+                wait_until(claims, 1, n_tasks)
+                if all_in_bounds(bad):
+                    p = claim(claims, 2, n_tasks)
+                    while p >= 0:
+                        run_task(second, op, arrays, scratch, params, p, n_tasks)
+                        p = claim(claims, 2, n_tasks)
+            return bad
         for task in nb.prange(n_tasks):
             bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
-        if two_pass and all_in_bounds(bad):
-            for task in nb.prange(n_tasks):
-                run_task(second, op, arrays, scratch, params, task, n_tasks)
         return bad
 
     def scatter_columns(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
