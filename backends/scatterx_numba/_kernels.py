@@ -151,7 +151,8 @@ def _specialise(strategy: int, op: str) -> Any:
                     c = claim(claims, 0, n_checks)
                 wait_until(claims, 1, n_checks)
             if not check or all_in_bounds(checks):
-                p = claim(claims, 2, n_tasks) if check else np.int64(task)
+                # int64 both ways: the prange index is unsigned in the parallel region.
+                p: Any = claim(claims, 2, n_tasks) if check else np.int64(task)
                 while p >= 0:
                     bad[p] = run_task(first, op, arrays, scratch, params, p, n_tasks)
                     p = claim(claims, 2, n_tasks) if check else np.int64(-1)
