@@ -1,11 +1,13 @@
 """The parallel kernels: one template, compiled per strategy and reduction, disk-cached.
 
-A kernel runs the first pass of its strategy on every task under ``prange`` and, for the
-two-pass strategies, the second pass once every first pass found its indices in bounds;
-the columns kernel, writing into the caller's ``out``, first checks every index
-(``KernelParams.check_first``), in the same ``prange``: its tasks claim shares of the
-check, then of the writes, at run time (:mod:`scatterx_numba._claims`);
-the binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
+A kernel runs the first pass of its strategy on every task in one ``prange``; a
+two-pass strategy runs its second pass in the same ``prange``, once every first-pass task
+found its indices in bounds: the tasks of each pass are claimed at run time
+(:mod:`scatterx_numba._claims`). The columns kernel, writing into the caller's ``out``,
+first checks every index (``KernelParams.check_first``) likewise, in its one ``prange``.
+Each ``prange`` compiles to a function of its own that links its tasks' code again: one
+per kernel keeps a cold compile short (a third less than one per pass).
+The binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
 The ``prange`` must sit in the cached function itself; the tasks of a pass share no
 output element, so they run in any order on any thread.
 
@@ -28,8 +30,8 @@ variable it is also keyed by an identity that changes with every process. A
 numba stamps a kernel's cache entries with this file's time and size alone: after a
 change to a task's module (``_tasks``, ``_rows``, ``_ops``, ...) a process would load the code of
 the old task from a warm cache. Such a change comes with a change here (as the column
-units did, and their 2-D views and prefetches of one-column data), or with a cold
-cache.
+units did, their 2-D views and prefetches of one-column data, and the owners' plain
+copies of their rows), or with a cold cache.
 """
 
 from __future__ import annotations
@@ -105,33 +107,56 @@ def _specialise(strategy: int, op: str) -> Any:
     def scatter(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         bad = np.empty(n_tasks, np.int64)
-        if columns and params.check_first:  # pruned from the others, as the second pass
-            # Into the caller's out: every index is checked before the first write, in the
-            # one parallel region that writes (a region of its own would wait for a
-            # descheduled thread once more): shares claimed at run time, see _claims.
-            n_checks = max(1, -(-arrays.idx.size // CHECK_INDICES))
-            # Filled out of line: in the kernel, np.zeros and bad[:] = -1 would be
-            # parallel regions of their own.
-            checks, claims, bad = np.empty(n_checks, np.int64), counters(3), counters(n_tasks, -1)
+        if two_pass:  # pruned from one-pass kernels
+            # Both passes in one parallel region, tasks claimed at run time (see _claims):
+            # a region per pass would wait for a descheduled thread once more, and each
+            # compiles to a function of its own (a third of the kernel's compile time).
+            claims = counters(3)
             for _task in nb.prange(n_tasks):
+                p = claim(claims, 0, n_tasks)
+                while p >= 0:
+                    bad[p] = run_task(first, op, arrays, scratch, params, p, n_tasks)
+                    fetch_add(claims, 1, 1)
+                    p = claim(claims, 0, n_tasks)
+                wait_until(claims, 1, n_tasks)
+                if all_in_bounds(bad):
+                    p = claim(claims, 2, n_tasks)
+                    while p >= 0:
+                        run_task(second, op, arrays, scratch, params, p, n_tasks)
+                        p = claim(claims, 2, n_tasks)
+            return bad
+        for task in nb.prange(n_tasks):
+            bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
+        return bad
+
+    def scatter_columns(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
+        # One parallel region, whether or not the kernel checks every index first (into
+        # the caller's out): a region of its own would wait for a descheduled thread once
+        # more, and compile the tasks once more. With the check, every index is checked
+        # before the first write, in shares claimed at run time (see _claims); without
+        # it, each task runs its own share.
+        arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
+        check = params.check_first
+        n_checks = max(1, -(-arrays.idx.size // CHECK_INDICES)) if check else 0
+        # Filled out of line: in the kernel, np.zeros and bad[:] = -1 would be parallel
+        # regions of their own.
+        checks, claims = np.empty(n_checks, np.int64), counters(3)
+        bad = counters(n_tasks, -1) if check else np.empty(n_tasks, np.int64)
+        for task in nb.prange(n_tasks):
+            if check:
                 c = claim(claims, 0, n_checks)
                 while c >= 0:
                     checks[c] = first_bad_index(arrays.idx, arrays.out.shape[1], c, n_checks)
                     fetch_add(claims, 1, 1)
                     c = claim(claims, 0, n_checks)
                 wait_until(claims, 1, n_checks)
-                if all_in_bounds(checks):
-                    p = claim(claims, 2, n_tasks)
-                    while p >= 0:
-                        bad[p] = run_task(first, op, arrays, scratch, params, p, n_tasks)
-                        p = claim(claims, 2, n_tasks)
-            return bad if all_in_bounds(checks) else checks
-        for task in nb.prange(n_tasks):
-            bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
-        if two_pass and all_in_bounds(bad):
-            for task in nb.prange(n_tasks):
-                run_task(second, op, arrays, scratch, params, task, n_tasks)
-        return bad
+            if not check or all_in_bounds(checks):
+                # int64 both ways: the prange index is unsigned in the parallel region.
+                p: Any = claim(claims, 2, n_tasks) if check else np.int64(task)
+                while p >= 0:
+                    bad[p] = run_task(first, op, arrays, scratch, params, p, n_tasks)
+                    p = claim(claims, 2, n_tasks) if check else np.int64(-1)
+        return checks if check and not all_in_bounds(checks) else bad
 
     def scatter_in_waves(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
         # Both passes once per wave of ``params.band`` updates; wave w runs tasks
@@ -152,7 +177,10 @@ def _specialise(strategy: int, op: str) -> Any:
     # the specialisations' cached code, loaded in a process that had not compiled it,
     # could box its result with no dtype ("NRT_adapt_ndarray_to_python: descr is NULL"):
     # a cold run of two pytest workers showed it.
-    template = scatter_in_waves if strategy == Strategy.BINNED else scatter
+    if strategy == Strategy.BINNED:
+        template = scatter_in_waves
+    else:
+        template = scatter_columns if columns else scatter
     template.__qualname__ = f"scatter_{strategy}_{op}"
     return _kernel(template)
 

@@ -285,6 +285,14 @@ def _column_unit(arrays: Any, params: Any, o: int, b: int, op: Any) -> int:
 
 
 @inner_function
+def _copy_run(dst: Any, d0: int, src: Any, s0: int, count: int) -> None:
+    """``dst[d0:d0 + count] = src[s0:s0 + count]`` for 1-D arrays, as one plain loop
+    (numba's slice assignment compiles to broadcasting code many times longer)."""
+    for k in range(np.uint64(count)):
+        dst[np.uint64(d0) + k] = src[np.uint64(s0) + k]
+
+
+@inner_function
 def owner_task(arrays: Any, scratch: Any, params: Any, task: int, n_tasks: int, op: Any) -> int:
     """Rows ``[r0, r1)`` of ``out`` (all columns), owned by this task alone.
 
@@ -301,8 +309,9 @@ def owner_task(arrays: Any, scratch: Any, params: Any, task: int, n_tasks: int, 
     r0, r1 = share(size, task, n_tasks)
     mine = (r1 - r0) * inner
     buf = scratch[task]
+    flat = out.reshape(out.size)
     for oo in range(n_outer):
-        buf[oo * mine : (oo + 1) * mine] = out[oo, r0:r1].reshape(mine)
+        _copy_run(buf, oo * mine, flat, (oo * size + r0) * inner, mine)
     dump = n_outer * mine
     for o in range(idx.shape[0]):
         base = arrays.outer_map[o] * mine - r0 * inner
@@ -315,5 +324,5 @@ def owner_task(arrays: Any, scratch: Any, params: Any, task: int, n_tasks: int, 
                 target = target if (v >= r0 and v < r1) else dump
                 buf[target] = fold(op, buf[target], upd[o, a, q])
     for oo in range(n_outer):
-        out[oo, r0:r1] = buf[oo * mine : (oo + 1) * mine].reshape(r1 - r0, inner)
+        _copy_run(flat, (oo * size + r0) * inner, buf, oo * mine, mine)
     return -1
