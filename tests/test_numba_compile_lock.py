@@ -62,7 +62,10 @@ def test_kinds_tell_apart_what_numba_types_apart() -> None:
     values = np.zeros((4, 4))
     readonly = values.view()
     readonly.flags.writeable = False
+    unaligned = np.frombuffer(bytearray(8 * 16 + 1), np.uint8)[1:].view(np.float64)
     variants = [values, values.T, values[:, ::2], readonly, values[None], values.astype(">f8")]
+    variants += [unaligned.reshape(4, 4), values.astype(np.float32)]
+    assert not variants[-2].flags.aligned
     keys = {_runtime.kinds(v) for v in variants}
     assert len(keys) == len(variants)
     assert _runtime.kinds((values, 1, 1.0, True)) != _runtime.kinds((values, 1.0, 1, True))

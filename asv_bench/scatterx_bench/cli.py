@@ -222,7 +222,7 @@ def main(argv: list[str], prog: str = PROG) -> int:
         parser.error("--small-calls must be 0 or more")
     if args.dask_scaling_gib < 0 or any(n < 1 for n in args.dask_workers or ()):
         parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
-    for table in ("grad", "onnx"):
+    for table in ("grad", "onnx", "hand"):
         if getattr(args, table) and (args.json or args.plot or args.library):
             parser.error(f"--{table} prints its own table: it takes no --json, --plot or --library")
     args.block_repeat = BLOCK_REPEAT if args.repeat is None else args.repeat
@@ -234,6 +234,10 @@ def main(argv: list[str], prog: str = PROG) -> int:
     with numba_compile(args.numba_compile):
         if args.onnx:
             return _onnx(args)
+        if args.hand:
+            from .hand_bench import run
+
+            return run(args)
         return _grad(args) if args.grad else _run(args, argv, prog)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .base import BENCH_EXTRA, MODES, NUMBA_COMPILE_MODES
-from .cases import ALL_CASE_NAMES, REDUCTIONS
+from .cases import ALL_CASE_NAMES, CPU_PEERS, REDUCTIONS
 from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .libraries import LIBRARIES
 from .timing import CALLS, ROUNDS
@@ -153,6 +153,19 @@ def _other_tables(parser: argparse.ArgumentParser) -> None:
         help="only the ONNX table: a one-node model of each case through onnx's "
         "ReferenceEvaluator with scatterx.onnx.ops and without, and onnxruntime, against "
         "the direct scatterx.scatter_elements call",
+    )
+    parser.add_argument(
+        "--hand",
+        action="store_true",
+        help="only the hand-loop table: numba against a hand-written loop of each case, "
+        "reduction and mode (scatterx_bench.hand), its bits checked first, and against "
+        "the fastest peer",
+    )
+    parser.add_argument(
+        "--peer",
+        action="append",
+        choices=CPU_PEERS,
+        help="repeatable: the peers of --hand (default: all)",
     )
     parser.add_argument(
         "--onnx-reference-repeat",

@@ -131,12 +131,16 @@ class Arg(NamedTuple):
         """The C-ordered ``array`` as this argument: its words viewed as ``dtype`` in
         ``shape``, read-only unless written (every input then has one numba type).
 
-        Flattened first: a C-ordered array may have any stride on a dimension of length
-        one, and a view as words of another width needs a contiguous last axis.
+        Flattened first where the words change width: a C-ordered array may have any
+        stride on a dimension of length one, and a view as words of another width needs a
+        contiguous last axis. Of the same dtype, one reshape (of C-ordered memory: a new
+        view, whatever its strides) is enough.
         """
-        view = array.reshape(-1).view(self.dtype).reshape(self.shape)
+        if array.dtype == self.dtype:
+            view = array.reshape(self.shape)
+        else:
+            view = array.reshape(-1).view(self.dtype).reshape(self.shape)
         if not self.writeable:
-            view = view.view()
             view.flags.writeable = False
         return view
 

@@ -37,15 +37,20 @@ SPIN_LOOKS = 1 << 12
 _YIELD = None if sys.platform == "win32" else "sched_yield"
 
 
-def _pointer(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-    """The address of ``counters[position]``."""
-    array_type, position_type = signature.args[0], signature.args[1]
+def item_pointer(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+    """In an intrinsic's codegen, the address of ``array[positions]``: ``array`` is its
+    first argument, the next ``array.ndim`` arguments (integers of any type) the positions
+    (``counters[position]`` here, ``_tasks.prefetch``'s element of a 2-D array)."""
+    array_type = signature.args[0]
+    n = array_type.ndim
     array = context.make_array(array_type)(context, builder, args[0])
-    position = context.cast(builder, args[1], position_type, types.intp)
-    found = cgutils.get_item_pointer(  # type: ignore[no-untyped-call]
-        context, builder, array_type, array, [position]
+    positions = [
+        context.cast(builder, value, kind, types.intp)
+        for value, kind in zip(args[1 : 1 + n], signature.args[1 : 1 + n], strict=True)
+    ]
+    return cgutils.get_item_pointer(  # type: ignore[no-untyped-call]
+        context, builder, array_type, array, positions
     )
-    return found
 
 
 def _counters_typing(counters: Any) -> bool:
@@ -66,7 +71,7 @@ def _fetch_add_typing(typingctx: Any, counters: Any, position: Any, value: Any) 
         return None
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        pointer = _pointer(context, builder, signature, args)
+        pointer = item_pointer(context, builder, signature, args)
         amount = context.cast(builder, args[2], signature.args[2], types.int64)
         return builder.atomic_rmw("add", pointer, amount, _ORDER)
 
@@ -79,7 +84,7 @@ def _load_typing(typingctx: Any, counters: Any, position: Any) -> Any:
         return None
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.load_atomic(_pointer(context, builder, signature, args), _ORDER, 8)
+        return builder.load_atomic(item_pointer(context, builder, signature, args), _ORDER, 8)
 
     return types.int64(counters, position), codegen
 

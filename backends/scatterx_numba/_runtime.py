@@ -101,16 +101,20 @@ def launch(kernel: Any, *args: Any) -> Any:
     return result
 
 
+#: The bits of ``ndarray.flags.num`` that numba's type of an array depends on: C and F
+#: contiguity (its layout), alignment and writability.
+_FLAG_BITS = 0x1 | 0x2 | 0x100 | 0x400
+
+
 def kinds(value: Any) -> Any:
-    """What numba types ``value`` by, or finer: an array's dtype, rank, layout, write and
-    alignment flags; a tuple's members; a scalar's Python type. Cheaper than numba's
-    ``typeof`` (a few microseconds against about 80 for a launch's arguments)."""
+    """What numba types ``value`` by, or finer: an array's dtype (its byte order too), rank,
+    layout, write and alignment flags; a tuple's members; a scalar's Python type. Cheaper
+    than numba's ``typeof`` (about 3 microseconds against about 80 for a launch's
+    arguments): the flags as one integer, a list made at C speed."""
     if isinstance(value, np.ndarray):
-        flags = value.flags
-        layout = (flags.c_contiguous, flags.f_contiguous, flags.writeable, flags.aligned)
-        return value.dtype.str, value.ndim, layout
+        return value.dtype, value.ndim, value.flags.num & _FLAG_BITS
     if isinstance(value, tuple):
-        return tuple(kinds(member) for member in value)
+        return tuple([kinds(member) for member in value])
     return type(value)
 
 

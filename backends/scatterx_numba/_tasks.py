@@ -23,9 +23,10 @@ from typing import Any
 import numba as nb
 import numpy as np
 from llvmlite import ir  # type: ignore[import-untyped]
-from numba.core import cgutils, types
+from numba.core import types
 from numba.extending import intrinsic
 
+from ._claims import item_pointer
 from ._ops import fold
 
 # Called only from the cached kernels, so they are compiled (and cached) inside them.
@@ -57,13 +58,7 @@ def _prefetch_typing(typingctx: Any, array: Any, row: Any, column: Any) -> Any:
         return None
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        array_type = signature.args[0]
-        found = context.make_array(array_type)(context, builder, args[0])
-        at = [
-            context.cast(builder, v, t, types.intp)
-            for v, t in zip(args[1:], signature.args[1:], strict=True)
-        ]
-        pointer = cgutils.get_item_pointer(context, builder, array_type, found, at)  # type: ignore[no-untyped-call]
+        pointer = item_pointer(context, builder, signature, args)
         bytes_pointer = ir.IntType(8).as_pointer()
         int32 = ir.IntType(32)
         function_type = ir.FunctionType(ir.VoidType(), [bytes_pointer, int32, int32, int32])

@@ -120,6 +120,9 @@ def scatter(
         if route is None:
             return chosen.scatter_elements(request)
         return execute(Plan((chosen, route, request)), data)
+    if out is data and type(data) is np.ndarray:  # in place: as above, no library to find
+        request = normalise(data, indices, updates, axis, reduction, out)
+        return run(request, configured(backend), None, out, data)
     if _torch_ops.compiling() or (out is not None and _traced(out, data, indices, updates)):
         return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
     if out is None:

@@ -117,8 +117,10 @@ def normalise(
     Raises the contract's ValueError or TypeError; never reads index values (but for the
     strings of object and StringDType arrays).
     """
-    if out is None and type(data) is type(indices) is type(updates) is np.ndarray:
-        # The small call's way, spelled out: _request's, for three NumPy arrays.
+    if (out is None or out is data) and type(data) is type(indices) is type(updates) is np.ndarray:
+        # The small call's way, spelled out: _request's, for three NumPy arrays. ``out=data``
+        # too: ``check_out`` holds for data itself (a plain ndarray: its library, device,
+        # shape and dtype), and ``settled`` checks its memory as it runs.
         strides = data.strides, indices.strides, updates.strides
         key: Key = (
             "scatter_elements",  # SCATTER.name
@@ -143,7 +145,7 @@ def normalise(
         if checked is not None and checked.dtype_key not in STRING_KEYS:
             checked_axis, dtype_key = checked.axis, checked.dtype_key
             arrays = (data, indices, updates, checked_axis, reduction, NUMPY, dtype_key)
-            fields = (*arrays, "cpu", checked, None)
+            fields = (*arrays, "cpu", checked, out)
             return tuple.__new__(ScatterRequest, fields)
     return cast(ScatterRequest, check(SCATTER, (data, indices, updates), axis, reduction, out))
 
