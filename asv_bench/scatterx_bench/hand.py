@@ -111,6 +111,16 @@ def _bad(indices: Array, size: int) -> Any:
     return bool(_check()(indices.reshape(-1), size))
 
 
+def _target(data: Array, indices: Array, size: int, new: bool) -> Array:
+    """Where a loop writes: a new array, or ``data`` itself once every index is known good
+    (in place, nothing is written before that)."""
+    if new:
+        return np.empty(data.shape, data.dtype)
+    if _bad(indices, size):
+        _raise_bad()
+    return data
+
+
 def _raise_bad() -> None:
     msg = "an index is out of bounds"
     raise IndexError(msg)
@@ -151,12 +161,7 @@ def _square(reduction: str, new: bool) -> HandLoop:
         # of the axis, which is what the updates meeting at one element differ in.
         flip = not data.flags.c_contiguous
         d, i, u = (a.T for a in (data, indices, updates)) if flip else (data, indices, updates)
-        if new:
-            out = np.empty(d.shape, d.dtype)
-        else:
-            if _bad(i, d.shape[0]):
-                _raise_bad()
-            out = d
+        out = _target(d, i, d.shape[0], new)
         if bands(out, d, i, u, SQUARE_BAND):
             _raise_bad()
         return out.T if flip else out
@@ -199,12 +204,7 @@ def _last_axis(reduction: str, new: bool) -> HandLoop:
         return any_true(bad)
 
     def loop(data: Array, indices: Array, updates: Array) -> Array:
-        if new:
-            out = np.empty(data.shape, data.dtype)
-        else:
-            if _bad(indices, data.shape[1]):
-                _raise_bad()
-            out = data
+        out = _target(data, indices, data.shape[1], new)
         if rows(out, data, indices, updates):
             _raise_bad()
         return out

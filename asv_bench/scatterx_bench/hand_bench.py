@@ -61,32 +61,19 @@ def _bits(array: Any) -> Any:
 
 def check_same_bits(case: BenchCase, reduction: str, mode: Mode, loop: HandLoop) -> None:
     """Raise AssertionError unless ``loop`` gives scatterx's bits on ``case`` in ``mode``."""
-    expected: Any
     got: Any
+    own = case if mode == "new" else in_place_case(case, reduction)
+    out = None if mode == "new" else own.data
+    expected = scatter_elements(
+        *own.arrays, axis=case.axis, reduction=reduction, backend="numba", out=out
+    )
     if mode == "new":
-        expected = scatter_elements(
-            case.data,
-            case.indices,
-            case.updates,
-            axis=case.axis,
-            reduction=reduction,
-            backend="numba",
-        )
         got = loop(case.data, case.indices, case.updates)
         if np.shares_memory(got, case.data):
             msg = f"{case.name} {reduction}: the new-mode hand loop returned data's memory"
             raise AssertionError(msg)
     else:
-        ours, theirs = (in_place_case(case, reduction) for _ in range(2))
-        expected = scatter_elements(
-            ours.data,
-            ours.indices,
-            ours.updates,
-            axis=case.axis,
-            reduction=reduction,
-            backend="numba",
-            out=ours.data,
-        )
+        theirs = in_place_case(case, reduction)
         returned = loop(theirs.data, theirs.indices, theirs.updates)
         if returned is not theirs.data and returned.base is not theirs.data:
             msg = f"{case.name} {reduction}: the in-place hand loop did not return data"
