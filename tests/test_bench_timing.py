@@ -41,7 +41,13 @@ def test_contestants_take_turns_in_rounds_with_pauses_between() -> None:
     clock = FakeClock()
     calls = {"a": clock.call("a", [1.0]), "b": clock.call("b", [2.0])}
     timed = interleaved(
-        calls, rounds=2, per_round=2, pauses_s=(0.1, 0.5), clock=clock, sleep=clock.sleep
+        calls,
+        rounds=2,
+        per_round=2,
+        pauses_s=(0.1, 0.5),
+        settle_ms=0,
+        clock=clock,
+        sleep=clock.sleep,
     )
     # The untimed calls, then round 1 (a, b) and round 2 in the rotated order (b, a).
     assert clock.log == [
@@ -58,7 +64,9 @@ def test_the_median_is_of_round_medians_and_the_spread_their_half_quartile_range
     clock = FakeClock()
     # No untimed call: one call a round, rounds of 10, 11 and 8 ms.
     calls = {"a": clock.call("a", [10.0, 11.0, 8.0])}
-    timed = interleaved(calls, rounds=3, per_round=1, warm=False, clock=clock, sleep=clock.sleep)
+    timed = interleaved(
+        calls, rounds=3, per_round=1, settle_ms=0, warm=False, clock=clock, sleep=clock.sleep
+    )
     assert timed["a"].rounds_ms == pytest.approx((10.0, 11.0, 8.0))
     assert timed["a"].median_ms == pytest.approx(10.0)
     # Quartiles 9 and 10.5 (inclusive method) around the median 10.
@@ -67,8 +75,29 @@ def test_the_median_is_of_round_medians_and_the_spread_their_half_quartile_range
     # Within a round, the median of its calls: one slow call of three does not move it.
     clock = FakeClock()
     calls = {"a": clock.call("a", [5.0, 50.0, 5.0, 5.0])}
-    timed = interleaved(calls, rounds=1, per_round=3, warm=False, clock=clock, sleep=clock.sleep)
+    timed = interleaved(
+        calls, rounds=1, per_round=3, settle_ms=0, warm=False, clock=clock, sleep=clock.sleep
+    )
     assert timed["a"].median_ms == pytest.approx(5.0)
+
+
+def test_each_turn_settles_before_it_is_timed() -> None:
+    """After an idle pause a core runs slowly for a while: 3 ms calls for the first 4 ms,
+    then 1 ms ones. The untimed calls that open a turn take that time; without them, the
+    slow calls decide the median."""
+    clock = FakeClock()
+    woke = [0.0]
+
+    def pause(seconds: float) -> None:
+        clock.sleep(seconds)
+        woke[0] = clock.now
+
+    def call() -> None:
+        clock.now += (3.0 if clock.now - woke[0] < 0.004 else 1.0) / 1e3
+
+    timing = {"rounds": 3, "per_round": 3, "clock": clock, "sleep": pause}
+    assert interleaved({"a": call}, settle_ms=5, **timing)["a"].median_ms == pytest.approx(1.0)
+    assert interleaved({"a": call}, settle_ms=0, **timing)["a"].median_ms == pytest.approx(3.0)
 
 
 def test_a_spread_over_a_fifth_marks_the_cell() -> None:

@@ -303,3 +303,23 @@ def test_array_api_strict_out() -> None:
     )
     assert result is out
     assert np.asarray(out).tolist() == [6.0, 2.0, 3.0]
+
+
+def test_explain_takes_out_and_checks_it_as_the_call_does() -> None:
+    data = np.zeros(4, np.float32)
+    indices, updates = np.array([1, 3]), np.ones(2, np.float32)
+    for out in (data, np.zeros(4, np.float32)):
+        decision = scatterx.explain(data, indices, updates, out=out, backend="numpy")
+        assert decision.backend == "numpy"
+        assert out.tolist() == [0.0] * 4  # explain writes nothing
+    frozen = np.zeros(4, np.float32)
+    frozen.flags.writeable = False
+    for call in (scatterx.scatter_elements, scatterx.explain):
+        with pytest.raises(ValueError, match="out is read-only"):
+            call(data, indices, updates, out=frozen)
+        with pytest.raises(ValueError, match="shape"):
+            call(data, indices, updates, out=np.zeros(5, np.float32))
+    gathered = np.zeros(2, np.float32)
+    assert scatterx.explain_gather(data, indices, out=gathered, backend="numpy").backend == "numpy"
+    with pytest.raises(ValueError, match="out overlaps data"):
+        scatterx.explain_gather(data, indices, out=data[:2])

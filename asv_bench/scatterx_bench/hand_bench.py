@@ -4,6 +4,10 @@ of each cell (:mod:`.hand`) and against the fastest peer, interleaved in rounds.
 Before a cell is timed, its hand loop's result is compared with scatterx's bit for bit (in
 place: each updating its own copy of data once, from the same values; a loop that gives
 another answer is no comparison), and an in-place loop must return the caller's array.
+
+Each cell also has its memory floor (:mod:`.floor`): the fewest bytes any implementation
+must move, at the best bandwidth measured here. The fastest peer's time over it is the
+most that any implementation could lead that peer by on this machine.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from scatterx import scatter_elements
 
 from .base import BenchCase, Call, Mode, Unavailable
 from .cases import ALL_CASE_NAMES, CPU_PEERS, in_place_case, make_call, make_case
+from .floor import bandwidth, floor_bytes, last_level_cache
 from .hand import REDUCTIONS, HandLoop, hand_loop
 from .timing import Timed, cell, interleaved, legend
 
@@ -37,6 +42,8 @@ class HandRow:
     numba: Timed
     hand: Timed
     peers: dict[str, Timed]
+    #: The memory floor's ms (:mod:`.floor`).
+    floor_ms: float
 
     @property
     def fastest(self) -> str | None:
@@ -52,6 +59,13 @@ class HandRow:
         """The fastest peer's time over scatterx's: above 1, scatterx is faster."""
         fastest = self.fastest
         return None if fastest is None else self.peers[fastest].median_ms / self.numba.median_ms
+
+    @property
+    def ceiling(self) -> float | None:
+        """The fastest peer's time over the floor: the most any implementation could lead
+        it by here."""
+        fastest = self.fastest
+        return None if fastest is None else self.peers[fastest].median_ms / self.floor_ms
 
 
 def _bits(array: Any) -> Any:
@@ -91,9 +105,15 @@ def _hand_call(case: BenchCase, reduction: str, mode: Mode, loop: HandLoop) -> C
 
 
 def time_cell(
-    case: BenchCase, reduction: str, mode: Mode, peers: list[str], rounds: int, repeat: int
+    case: BenchCase,
+    reduction: str,
+    mode: Mode,
+    peers: list[str],
+    timing: tuple[int, int],
+    floor_ms: float,
 ) -> HandRow:
-    """Check the hand loop's bits, then time numba, the hand loop and ``peers`` interleaved."""
+    """Check the hand loop's bits, then time numba, the hand loop and ``peers`` interleaved
+    (``timing``: rounds and calls per round); ``floor_ms``: the cell's memory floor."""
     loop = hand_loop(case.name, reduction, mode)
     check_same_bits(case, reduction, mode, loop)
     calls: dict[str, Call] = {
@@ -105,9 +125,9 @@ def time_cell(
             calls[peer] = make_call(peer, case, reduction, mode)
         except Unavailable:
             continue
-    timed = interleaved(calls, rounds, repeat)
+    timed = interleaved(calls, *timing)
     others = {name: t for name, t in timed.items() if name not in ("numba", "hand")}
-    return HandRow(case.name, reduction, mode, timed["numba"], timed["hand"], others)
+    return HandRow(case.name, reduction, mode, timed["numba"], timed["hand"], others, floor_ms)
 
 
 def print_rows(rows: list[HandRow]) -> None:
@@ -121,10 +141,13 @@ def print_rows(rows: list[HandRow]) -> None:
         "numba/hand",
         "fastest peer ms",
         "peer/numba",
+        "floor ms",
+        "numba/floor",
+        "peer/floor",
     ]
     lines = [head]
     for row in rows:
-        fastest, speedup = row.fastest, row.speedup
+        fastest, speedup, ceiling = row.fastest, row.speedup, row.ceiling
         peer = "-" if fastest is None else f"{fastest} {cell(*row.peers[fastest][:2])}"
         mark = "*" if row.over_hand > HAND_LIMIT else ""
         lines.append(
@@ -137,6 +160,9 @@ def print_rows(rows: list[HandRow]) -> None:
                 f"{row.over_hand:.2f}{mark}",
                 peer,
                 "-" if speedup is None else f"{speedup:.2f}x",
+                f"{row.floor_ms:.2f}",
+                f"{row.numba.median_ms / row.floor_ms:.2f}",
+                "-" if ceiling is None else f"{ceiling:.2f}x",
             ]
         )
     widths = [max(len(line[k]) for line in lines) for k in range(len(head))]
@@ -145,14 +171,26 @@ def print_rows(rows: list[HandRow]) -> None:
     for mode in dict.fromkeys(row.mode for row in rows):
         mine = [row for row in rows if row.mode == mode]
         speedups = [row.speedup for row in mine if row.speedup is not None]
-        hand = math.exp(sum(math.log(row.over_hand) for row in mine) / len(mine))
-        summary = f"{mode}: numba/hand geometric mean {hand:.2f}"
+        summary = f"{mode}: numba/hand geometric mean {_geometric(r.over_hand for r in mine):.2f}"
         if speedups:
-            mean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-            summary += f", peer/numba geometric mean {mean:.2f}x, lowest {min(speedups):.2f}x"
+            summary += (
+                f", peer/numba geometric mean {_geometric(speedups):.2f}x, lowest "
+                f"{min(speedups):.2f}x; peer/floor geometric mean "
+                f"{_geometric(r.ceiling for r in mine if r.ceiling is not None):.2f}x"
+            )
         print(summary)
     print(f"- *: numba over {HAND_LIMIT}x its hand loop; hand loops: scatterx_bench.hand")
+    print(
+        "- floor: the fewest bytes any implementation moves at the best parallel read or copy "
+        "rate here (scatterx_bench.floor); peer/floor: the most any implementation could lead "
+        "the fastest peer by"
+    )
     print(f"- {legend()}")
+
+
+def _geometric(values: Any) -> float:
+    logs = [math.log(v) for v in values]
+    return math.exp(sum(logs) / len(logs)) if logs else math.nan
 
 
 def run(args: argparse.Namespace) -> int:
@@ -162,13 +200,17 @@ def run(args: argparse.Namespace) -> int:
     modes: list[Mode] = list(dict.fromkeys(args.mode or ("new", "in-place")))
     peers = list(dict.fromkeys(args.peer or CPU_PEERS))
     start = os.getloadavg()[0]
+    rate, cache = bandwidth(), last_level_cache()
+    print(f"bench --hand: {rate / 1e9:.1f} GB/s at best, a last-level cache of {cache >> 20} MiB")
     rows = []
     for name in cases:
         case = make_case(name, args.size)
+        floors = {mode: floor_bytes(case, mode, cache) / rate * 1e3 for mode in modes}
         for reduction in reductions:
             for mode in modes:
                 print(f"bench --hand: {name} {reduction} {mode} ...", flush=True)
-                rows.append(time_cell(case, reduction, mode, peers, args.rounds, args.repeat))
+                timing = (args.rounds, args.repeat)
+                rows.append(time_cell(case, reduction, mode, peers, timing, floors[mode]))
     print_rows(rows)
     print(f"load average (1 min) at the start {start:.2f}, at the end {os.getloadavg()[0]:.2f}")
     return 0

@@ -24,6 +24,12 @@ from .base import Call
 #: between rounds: long enough for a thread pool to stop spinning (onnxruntime and OpenMP
 #: pools spin for some milliseconds after a call; KMP_BLOCKTIME's default is 200 ms).
 ROUNDS, CALLS, TURN_PAUSE_S, ROUND_PAUSE_S = 7, 5, 0.05, 0.25
+#: Untimed calls open each turn until this many milliseconds have passed (one call at
+#: least): after an idle pause the cores of a virtual machine run slowly for a few
+#: milliseconds (a NumPy sum of 4 MiB here: 450, 250, 150 us, then 142 us steadily; a
+#: 2-thread numba scatter of 0.7 ms: 2.5, 1.9, 1.4, 0.9 ms), which would otherwise decide
+#: the cells of short calls by whichever contestant leaves that state faster.
+SETTLE_MS = 10.0
 
 #: A cell whose spread is over this is marked: its median does not judge it.
 SPREAD_LIMIT = 0.20
@@ -31,7 +37,8 @@ SPREAD_LIMIT = 0.20
 #: How :func:`interleaved` measures, in words: the "statistic" of a record.
 STATISTIC = (
     "median of per-round medians, contestants interleaved in {rounds} rounds of {calls} "
-    "calls each after one untimed call, an idle pause between turns and between rounds; "
+    "calls each after one untimed call, an idle pause between turns and between rounds, "
+    f"each turn opening with {SETTLE_MS:g} ms of untimed calls; "
     "spread: half the interquartile range of the round medians over their median"
 )
 
@@ -64,15 +71,17 @@ def interleaved(
     per_round: int = CALLS,
     *,
     pauses_s: tuple[float, float] = (TURN_PAUSE_S, ROUND_PAUSE_S),
+    settle_ms: float = SETTLE_MS,
     warm: bool = True,
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Timed]:
     """Time ``calls`` interleaved: ``rounds`` rounds, each contestant ``per_round`` calls a turn.
 
-    ``pauses_s`` are the idle pauses between turns and between rounds; each contestant runs
-    once untimed first (``warm``: compiles, first runs). ``clock`` and ``sleep`` are the
-    timer's (a test gives fakes).
+    ``pauses_s`` are the idle pauses between turns and between rounds; each turn opens with
+    untimed calls for ``settle_ms`` (:data:`SETTLE_MS`; 0: none); each contestant runs once
+    untimed first (``warm``: compiles, first runs). ``clock`` and ``sleep`` are the timer's
+    (a test gives fakes).
     """
     if rounds < 1 or per_round < 1:
         msg = "rounds and calls per round must be 1 or more"
@@ -90,12 +99,17 @@ def interleaved(
         for turn, name in enumerate(names[shift:] + names[:shift]):
             if turn:
                 sleep(pauses_s[0])
-            samples[name].append(_turn(calls[name], per_round, clock))
+            samples[name].append(_turn(calls[name], per_round, settle_ms, clock))
     return {name: of_rounds(samples[name]) for name in names}
 
 
-def _turn(call: Call, per_round: int, clock: Callable[[], float]) -> float:
-    """The median ms of ``per_round`` calls in a row."""
+def _turn(call: Call, per_round: int, settle_ms: float, clock: Callable[[], float]) -> float:
+    """The median ms of ``per_round`` calls in a row, after untimed calls for ``settle_ms``."""
+    if settle_ms > 0:
+        start = clock()
+        call()
+        while (clock() - start) * 1e3 < settle_ms:
+            call()
     times = []
     for _ in range(per_round):
         start = clock()

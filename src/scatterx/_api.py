@@ -153,11 +153,13 @@ def explain(
     *,
     axis: int = 0,
     reduction: str = "none",
+    out: Any = None,
     backend: str | Sequence[str] | None = None,
 ) -> Decision:
     """Say which backend would run this call and why each other one would not.
 
-    Validates the call as :func:`scatter_elements` does, but computes nothing.
+    Validates the call as :func:`scatter_elements` does, ``out`` included, but computes
+    nothing and writes nothing.
 
     Parameters
     ----------
@@ -167,6 +169,9 @@ def explain(
         As for :func:`scatter_elements`.
     reduction : {"none", "add", "mul", "max", "min"}, optional
         As for :func:`scatter_elements`.
+    out : array, optional
+        As for :func:`scatter_elements`: the decision of the call that writes there
+        (``data`` itself: in place).
     backend : str or sequence of str, optional
         As for :func:`scatter_elements`.
 
@@ -186,11 +191,17 @@ def explain(
     >>> print(str(decision).splitlines()[1])
       numpy: runs
     """
-    return _pipeline.explain_scatter(data, indices, updates, axis, reduction, backend)
+    return _pipeline.explain_scatter(data, indices, updates, axis, reduction, out, backend)
 
 
 def explain_gather(
-    data: Any, indices: Any, /, *, axis: int = 0, backend: str | Sequence[str] | None = None
+    data: Any,
+    indices: Any,
+    /,
+    *,
+    axis: int = 0,
+    out: Any = None,
+    backend: str | Sequence[str] | None = None,
 ) -> Decision:
     """Say which backend would run this gather and why each other one would not.
 
@@ -202,6 +213,8 @@ def explain_gather(
         As for :func:`gather_elements`, and so are the other parameters.
     axis : int, optional
         The axis.
+    out : array, optional
+        Where the gather would write (checked as :func:`gather_elements` checks it).
     backend : str or sequence of str, optional
         The backend(s) to choose among.
 
@@ -217,4 +230,4 @@ def explain_gather(
     >>> decision.backend, decision.call
     ('numpy', 'gather_elements(numpy:ndarray float64 (3,), indices (1,), axis=0)')
     """
-    return _pipeline.explain_gather(data, indices, axis, backend)
+    return _pipeline.explain_gather(data, indices, axis, out, backend)

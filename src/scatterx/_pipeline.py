@@ -252,16 +252,24 @@ def explain(request: Request, adopted: Adopted, backend: Any) -> Decision:
 
 
 def explain_scatter(
-    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, backend: Any
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any, backend: Any
 ) -> Decision:
     """The pipeline of :func:`scatterx.explain`, up to the decision."""
+    if out is not None:  # checked as the call checks it (:func:`scatter`), out's memory too
+        adopted = Adopted(((), library_of(type(data)), None))
+        request = settled(normalise(data, indices, updates, axis, reduction, out))
+        return explain(request, adopted, backend)
     adopted = adopt(data, indices, updates)
     arrays = adopted.arrays
     return explain(normalise(arrays[0], arrays[1], arrays[2], axis, reduction), adopted, backend)
 
 
-def explain_gather(data: Any, indices: Any, axis: Any, backend: Any) -> Decision:
+def explain_gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Decision:
     """The pipeline of :func:`scatterx.explain_gather`, up to the decision."""
+    if out is not None:
+        adopted = Adopted(((), library_of(type(data)), None))
+        request = settled(normalise_gather(data, indices, axis, out))
+        return explain(request, adopted, backend)
     adopted = adopt(data, indices)
     arrays = adopted.arrays
     return explain(normalise_gather(arrays[0], arrays[1], axis), adopted, backend)
