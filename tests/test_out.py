@@ -308,9 +308,10 @@ def test_array_api_strict_out() -> None:
 def test_explain_takes_out_and_checks_it_as_the_call_does() -> None:
     data = np.zeros(4, np.float32)
     indices, updates = np.array([1, 3]), np.ones(2, np.float32)
-    for out in (data, np.zeros(4, np.float32)):
+    for out, shown in ((data, "out=data"), (np.zeros(4, np.float32), "out=another array")):
         decision = scatterx.explain(data, indices, updates, out=out, backend="numpy")
         assert decision.backend == "numpy"
+        assert decision.call.endswith(f"reduction='none', {shown})")
         assert out.tolist() == [0.0] * 4  # explain writes nothing
     frozen = np.zeros(4, np.float32)
     frozen.flags.writeable = False

@@ -371,9 +371,11 @@ def describe(request: Request) -> str:
         f"{request.operation}({request.array_type} {dtype} {request.shape}, "
         f"indices {request.index_shape}, axis={request.axis}"
     )
+    out = request.out
+    into = "" if out is None else ", out=data" if out is request.data else ", out=another array"
     if isinstance(request, GatherRequest):
-        return f"{call})"
-    return f"{call}, reduction={request.reduction!r})"
+        return f"{call}{into})"
+    return f"{call}, reduction={request.reduction!r}{into})"
 
 
 def explain_plan(request: Request, backend: Any, carried: Carried | None = None) -> Decision:
