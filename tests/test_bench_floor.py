@@ -52,3 +52,27 @@ def test_the_last_level_cache_is_the_largest_listed(tmp_path: Path) -> None:
         (tmp_path / f"index{index}" / "size").write_text(f"{size}\n")
     assert last_level_cache(tmp_path) == 32 << 20
     assert last_level_cache(tmp_path / "none") == DEFAULT_CACHE
+
+
+def test_the_hand_table_gives_each_cell_its_floor_and_the_most_a_lead_could_be(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from scatterx_bench.hand_bench import HandRow, print_rows
+    from scatterx_bench.timing import Timed
+
+    def timed(ms: float) -> Timed:
+        return Timed(ms, 0.0, (ms,))
+
+    rows = [
+        HandRow("1d-histogram", "add", "new", timed(2.0), timed(2.0), {"torch": timed(3.0)}, 1.0),
+        HandRow("1d-histogram", "max", "new", timed(2.0), timed(1.0), {"torch": timed(12.0)}, 0.5),
+    ]
+    print_rows(rows)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[-3:] == ["1.00", "2.00", "3.00x"]
+    assert lines[2].split()[-3:] == ["0.50", "4.00", "24.00x"]
+    # Geometric means: peer/numba of 1.5 and 6 is 3; peer/floor of 3 and 24 is about 8.49.
+    assert (
+        "peer/numba geometric mean 3.00x, lowest 1.50x; peer/floor geometric mean 8.49x"
+        in (lines[3])
+    )

@@ -62,8 +62,8 @@ def touched_lines(data: Any, indices: Any, axis: int) -> int:
 def floor_bytes(case: BenchCase, mode: Mode, cache: int, lines: int | None = None) -> int:
     """The least bytes that ``case`` in ``mode`` moves (see the module); ``lines``: data's
     lines that the call writes, counted where not given."""
-    streamed = case.indices.nbytes + case.updates.nbytes
-    data = case.data.nbytes
+    streamed = int(case.indices.nbytes + case.updates.nbytes)
+    data = int(case.data.nbytes)
     if mode == "new":
         return streamed + (0 if 2 * data <= cache else 2 * data)
     if data <= cache:
