@@ -17,7 +17,11 @@ from scatterx import scatter_elements
 from scatterx_bench.cli import main as bench_main
 from scatterx_bench.dask_along import (
     AlongConfig,
+    AlongResult,
+    InMemory,
+    _repeated,
     along_arrays,
+    along_row,
     main,
     numba_s,
     run_cluster,
@@ -55,12 +59,33 @@ def test_the_arrays_are_seeded_and_chunked_as_asked(dask_array: Any) -> None:
 
 
 def test_threads_sum_to_the_in_memory_answer(dask_array: Any) -> None:
-    found = run_threads(SMALL)
+    found = run_threads(SMALL, repeat=2)
     assert found.total == _expected(SMALL)
     assert found.where == "threads"
     assert found.tasks > 7 + 13
     assert AlongConfig.parse("300,7,2e3,13") == SMALL
-    assert numba_s(SMALL)[1] == found.total
+    assert 0 < found.best_s <= found.compute_s
+    assert 0 < found.cpu_s[1] <= found.cpu_s[0]
+    in_memory = numba_s(SMALL, repeat=2)
+    assert in_memory.total == found.total
+    assert 0 < in_memory.best_s <= in_memory.first_s
+
+
+def test_repeated_reports_the_first_and_the_best() -> None:
+    """The first call's wall and CPU, the best wall, the least CPU, the last answer."""
+    answers, clock = iter([1.0, 2.0, 3.0]), iter([0.0, 5.0, 5.0, 7.0, 7.0, 8.0])
+    first, best, cpu, total = _repeated(lambda: next(answers), lambda: next(clock), 3)
+    assert (cpu, total) == ((5.0, 1.0), 3.0)
+    assert 0 <= best <= first
+    assert _repeated(lambda: 4.0, lambda: 0.0, 0)[3] == 4.0  # at least one call
+
+
+def test_a_row_holds_the_first_and_best_computes_and_their_ratios_to_numba() -> None:
+    found = AlongResult(SMALL, "threads", 40, 0.01, 6.0, [2**30], 12.5, 1.5, (7.0, 2.0))
+    cells = along_row(found, InMemory(1.0, 0.5, 12.5)).strip("| ").split(" | ")
+    assert cells[4:12] == ["6.000", "1.500", "7.000", "2.000", "1.000", "0.500", "12.00x", "3.00x"]
+    assert cells[12:] == ["1024", "12.5"]
+    assert along_row(found, None).split(" | ")[8:12] == ["-", "-", "-", "-"]
 
 
 def test_a_cluster_sums_to_the_in_memory_answer_and_the_table_prints(
@@ -73,7 +98,7 @@ def test_a_cluster_sums_to_the_in_memory_answer_and_the_table_prints(
     assert len(found.peak_bytes) == 2
     main(["60,3,100,4"])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("| case | where | tasks |")
+    assert lines[0].startswith("| case | where | tasks | build s | compute s first | best |")
     assert lines[2].startswith("| 6e+01/3 <- 1e+02/4 | threads |")
 
 
@@ -93,4 +118,6 @@ def test_bench_dask_along_prints_its_table_and_records_it(
     along = record["libraries"]["dask"]["along"]
     assert [r["where"] for r in along] == ["threads", "1 workers"]
     assert along[0]["sum"] == along[1]["sum"]
+    assert along[0]["best_s"] <= along[0]["compute_s"]
+    assert along[0]["numba_s"] <= along[0]["numba_first_s"]
     assert along[0]["case"]["size"] == 60

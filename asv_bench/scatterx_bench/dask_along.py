@@ -8,6 +8,13 @@ Run ``python -m scatterx_bench.dask_along --help`` (from ``asv_bench/``), or
 block by block from seeds (on the workers, on a cluster), the result is reduced to its
 float64 sum where it is made: nothing large travels, and the in-memory numba call on the
 same arrays held as NumPy arrays is timed beside it (``--numba``) where they fit.
+
+Each is run ``--repeat`` times (3 by default) in one process or cluster, and both its
+first run and its best are reported. The first compute of a process is the one that maps
+fresh memory: the splits' answers (about the size of the indices and updates, held until
+the applies read them) fault in page by page, where later computes reuse the memory the
+allocator kept from the one before; the numba call's best of 3 likewise reuses its result's
+memory. Here that made the first compute up to 4 times the later ones (docs/backends/dask.md).
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ import argparse
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -82,9 +90,38 @@ class AlongResult:
     where: str  # "threads" or "N workers"
     tasks: int  # of the scatter's result, its inputs included
     build_s: float  # the call: planning and building the graph
-    compute_s: float  # the sum of the result, computed (graph optimisation included)
+    compute_s: float  # the first compute of the sum of the result (its optimisation included)
     peak_bytes: list[int | None]  # per worker process (VmHWM); threads: this process
     total: float  # the float64 sum of the result
+    best_s: float  # the best of the computes, the first included
+    cpu_s: tuple[float, float]  # CPU seconds of the first, and the least
+    # (threads: this process; a cluster: its workers and this process, with the scheduler)
+
+
+class InMemory(NamedTuple):
+    """The in-memory numba call on the case's arrays: its first call and the best of
+    ``repeat`` (the first included), in seconds, and the float64 sum of its result."""
+
+    first_s: float
+    best_s: float
+    total: float
+
+
+def _repeated(
+    compute: Callable[[], float], cpu: Callable[[], float], repeat: int
+) -> tuple[float, float, tuple[float, float], float]:
+    """``repeat`` (at least 1) timed calls of ``compute``: the first's wall and CPU seconds
+    (``cpu`` says the CPU seconds so far), the best wall, the least CPU, and the answer."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    total = math.nan
+    for _ in range(max(1, repeat)):
+        used = cpu()
+        began = time.perf_counter()
+        total = compute()
+        walls.append(time.perf_counter() - began)
+        cpus.append(cpu() - used)
+    return walls[0], min(walls), (cpus[0], min(cpus)), total
 
 
 def _summed(config: AlongConfig, arrays: tuple[Any, ...] | None = None) -> tuple[Any, int, float]:
@@ -96,19 +133,19 @@ def _summed(config: AlongConfig, arrays: tuple[Any, ...] | None = None) -> tuple
     return result.astype(np.float64).sum(), tasks, build_s
 
 
-def run_threads(config: AlongConfig, persist: bool = False) -> AlongResult:
-    """The case on the threaded scheduler of this process; with ``persist``, its arrays
-    made first and held in memory, so that the compute times the scatter alone."""
+def run_threads(config: AlongConfig, persist: bool = False, repeat: int = 3) -> AlongResult:
+    """The case on the threaded scheduler of this process, computed ``repeat`` times; with
+    ``persist``, its arrays made first and held in memory, so that the compute times the
+    scatter alone."""
     dask = _module("dask")
     arrays = dask.persist(*along_arrays(config), scheduler="threads") if persist else None
     _warm()
     summed, tasks, build_s = _summed(config, arrays)
     _peak_rss(True)
-    began = time.perf_counter()
-    total = float(summed.compute(scheduler="threads"))
-    return AlongResult(
-        config, "threads", tasks, build_s, time.perf_counter() - began, [_peak_rss()], total
+    first, best, cpu, total = _repeated(
+        lambda: float(summed.compute(scheduler="threads")), time.process_time, repeat
     )
+    return AlongResult(config, "threads", tasks, build_s, first, [_peak_rss()], total, best, cpu)
 
 
 def _warm() -> float:
@@ -121,10 +158,12 @@ def _warm() -> float:
 
 
 def run_cluster(
-    config: AlongConfig, workers: int, memory_limit: str, persist: bool = False
+    config: AlongConfig, workers: int, memory_limit: str, persist: bool = False, repeat: int = 3
 ) -> AlongResult:
-    """The case on a new ``LocalCluster`` of ``workers`` one-thread worker processes
-    (``persist``: as for :func:`run_threads`, its arrays held in the workers' memory)."""
+    """The case on a new ``LocalCluster`` of ``workers`` one-thread worker processes,
+    computed ``repeat`` times (``persist``: as for :func:`run_threads`, its arrays held in
+    the workers' memory). Each compute's future is dropped before the next is asked for,
+    so the scheduler forgets its keys and computes them again."""
     distributed = _module("distributed")
     with (
         distributed.LocalCluster(
@@ -144,46 +183,64 @@ def run_cluster(
             distributed.wait(arrays)
         client.run(_peak_rss, True)
         summed, tasks, build_s = _summed(config, arrays)
-        began = time.perf_counter()
-        total = float(client.compute(summed).result())
-        compute_s = time.perf_counter() - began
+
+        def cpu() -> float:  # the workers' and this process's (the scheduler runs here)
+            return float(sum(client.run(time.process_time).values())) + time.process_time()
+
+        first, best, used, total = _repeated(
+            lambda: float(client.compute(summed).result()), cpu, repeat
+        )
         peaks = list(client.run(_peak_rss).values())
-    return AlongResult(config, f"{workers} workers", tasks, build_s, compute_s, peaks, total)
+    where = f"{workers} workers"
+    return AlongResult(config, where, tasks, build_s, first, peaks, total, best, used)
 
 
-def numba_s(config: AlongConfig) -> tuple[float, float]:
-    """The in-memory numba call on the case's arrays as NumPy arrays: seconds (the best of
-    3), and the float64 sum of its result."""
+def numba_s(config: AlongConfig, repeat: int = 3) -> InMemory:
+    """The in-memory numba call on the case's arrays as NumPy arrays, ``repeat`` times."""
     data, indices, updates = (a.compute(scheduler="threads") for a in along_arrays(config))
-    best, result = math.inf, data
-    for _ in range(3):
+    walls: list[float] = []
+    result = data
+    for _ in range(max(1, repeat)):
         began = time.perf_counter()
         result = scatter_elements(data, indices, updates, reduction="add", backend="numba")
-        best = min(best, time.perf_counter() - began)
-    return best, float(result.astype(np.float64).sum())
+        walls.append(time.perf_counter() - began)
+    total = float(result.astype(np.float64).sum())
+    return InMemory(walls[0], min(walls), total)
 
 
 def _mib(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:.0f}"
 
 
+#: Compute: the first and the best of ``--repeat``, wall seconds; CPU: of the first, and
+#: the least; numba: its first call and its best; ratio: the first, and the best, to
+#: numba's best.
 HEADER = (
-    "| case | where | tasks | build s | compute s | numba s | peak MiB | sum |\n"
-    "|---|---|---|---|---|---|---|---|"
+    "| case | where | tasks | build s | compute s first | best | CPU s first | least | "
+    "numba s first | best | ratio first | best | peak MiB | sum |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
-def along_row(r: AlongResult, fast: float | None) -> str:
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _ratio(top: float, bottom: float | None) -> str:
+    return "-" if bottom is None else f"{top / bottom:.2f}x"
+
+
+def along_row(r: AlongResult, fast: InMemory | None) -> str:
     """One run's row of the table."""
     peaks = ", ".join(_mib(p) for p in r.peak_bytes)
-    return (
-        f"| {r.config.label()} | {r.where} | {r.tasks} | {r.build_s:.3f} | "
-        f"{r.compute_s:.3f} | {'-' if fast is None else f'{fast:.3f}'} | {peaks} | "
-        f"{r.total:.6g} |"
-    )
+    first, best = (None, None) if fast is None else fast[:2]
+    cells = [r.config.label(), r.where, str(r.tasks), f"{r.build_s:.3f}"]
+    cells += [_s(r.compute_s), _s(r.best_s), _s(r.cpu_s[0]), _s(r.cpu_s[1])]
+    cells += [_s(first), _s(best), _ratio(r.compute_s, best), _ratio(r.best_s, best)]
+    return "| " + " | ".join([*cells, peaks, f"{r.total:.6g}"]) + " |"
 
 
-def print_along(results: list[AlongResult], numba: dict[AlongConfig, float]) -> None:
+def print_along(results: list[AlongResult], numba: dict[AlongConfig, InMemory]) -> None:
     """The table: one row per run."""
     print(HEADER)
     for r in results:
@@ -200,16 +257,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--persist", action="store_true", help="make the arrays first: time the scatter alone"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="computes (and numba calls) per run (default: 3)"
+    )
     args = parser.parse_args(argv)
     print(HEADER, flush=True)  # each row as soon as it is measured
     for config in map(AlongConfig.parse, args.specs):
-        fast = numba_s(config)[0] if args.numba else None
+        fast = numba_s(config, args.repeat) if args.numba else None
         places: list[int] = ([] if args.no_threads else [0]) + list(args.workers or ())
         for workers in places:
             found = (
-                run_cluster(config, workers, args.memory_limit, args.persist)
+                run_cluster(config, workers, args.memory_limit, args.persist, args.repeat)
                 if workers
-                else run_threads(config, args.persist)
+                else run_threads(config, args.persist, args.repeat)
             )
             print(along_row(found, fast), flush=True)
 
