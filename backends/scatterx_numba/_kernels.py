@@ -7,7 +7,7 @@ found its indices in bounds: the tasks of each pass are claimed at run time
 first checks every index (``KernelParams.check_first``) likewise, in its one ``prange``.
 Each ``prange`` compiles to a function of its own that links its tasks' code again: one
 per kernel keeps a cold compile short (a third less than one per pass).
-The binned strategy runs both passes once per wave of updates (``scatter_in_waves``).
+The binned strategy runs both passes once per wave of updates, in that same ``prange``.
 The ``prange`` must sit in the cached function itself; the tasks of a pass share no
 output element, so they run in any order on any thread.
 
@@ -53,7 +53,7 @@ from ._plan import Strategy
 from ._rows import apply_task, target_task
 from ._run import KernelArrays
 from ._segments import fold_task, last_position_task, merge_last_task, merge_task
-from ._tasks import all_in_bounds, column_task, first_bad_index, owner_task
+from ._tasks import all_in_bounds, column_task, first_bad_index, owner_task, wave_found
 
 _kernel = nb.njit(parallel=True, cache=True, nogil=True)
 #: Indices per share of the columns kernel's check of its indices.
@@ -102,29 +102,41 @@ def _specialise(strategy: int, op: str) -> Any:
     last_positions = strategy == Strategy.SEGMENTS and op == "take_new"
     names = [task.__name__ for task in _PASSES[Strategy(strategy), last_positions]]
     first, second, two_pass = names[0], names[-1], len(names) == 2
-    columns = strategy == Strategy.COLUMNS
+    columns, binned = strategy == Strategy.COLUMNS, strategy == Strategy.BINNED
 
     def scatter(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
-        bad = np.empty(n_tasks, np.int64)
         if two_pass:  # pruned from one-pass kernels
             # Both passes in one parallel region, tasks claimed at run time (see _claims):
             # a region per pass would wait for a descheduled thread once more, and each
             # compiles to a function of its own (a third of the kernel's compile time).
-            claims = counters(3)
+            # Binned runs both passes once per wave of params.band updates (wave w: tasks
+            # w * n_tasks + 0 .. n_tasks - 1), each pass awaited before the next begins;
+            # a wave that meets a bad index ends the call. The others run one wave.
+            n_waves = -(-arrays.idx.shape[1] // params.band) if binned else 1
+            found = np.empty(n_waves * n_tasks, np.int64)  # each wave's own first pass
+            claims = counters(4 * n_waves)
             for _task in nb.prange(n_tasks):
-                p = claim(claims, 0, n_tasks)
-                while p >= 0:
-                    bad[p] = run_task(first, op, arrays, scratch, params, p, n_tasks)
-                    fetch_add(claims, 1, 1)
-                    p = claim(claims, 0, n_tasks)
-                wait_until(claims, 1, n_tasks)
-                if all_in_bounds(bad):
-                    p = claim(claims, 2, n_tasks)
+                for wave in range(n_waves):
+                    at, c = wave * n_tasks, 4 * wave
+                    p = claim(claims, c, n_tasks)
                     while p >= 0:
-                        run_task(second, op, arrays, scratch, params, p, n_tasks)
-                        p = claim(claims, 2, n_tasks)
-            return bad
+                        found[at + p] = run_task(
+                            first, op, arrays, scratch, params, at + p, n_tasks
+                        )
+                        fetch_add(claims, c + 1, 1)
+                        p = claim(claims, c, n_tasks)
+                    wait_until(claims, c + 1, n_tasks)
+                    if not all_in_bounds(found[at : at + n_tasks]):
+                        break
+                    p = claim(claims, c + 2, n_tasks)
+                    while p >= 0:
+                        run_task(second, op, arrays, scratch, params, at + p, n_tasks)
+                        fetch_add(claims, c + 3, 1)
+                        p = claim(claims, c + 2, n_tasks)
+                    wait_until(claims, c + 3, n_tasks)
+            return wave_found(found, n_tasks)
+        bad = np.empty(n_tasks, np.int64)
         for task in nb.prange(n_tasks):
             bad[task] = run_task(first, op, arrays, scratch, params, task, n_tasks)
         return bad
@@ -158,29 +170,11 @@ def _specialise(strategy: int, op: str) -> Any:
                     p = claim(claims, 2, n_tasks) if check else np.int64(-1)
         return checks if check and not all_in_bounds(checks) else bad
 
-    def scatter_in_waves(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
-        # Both passes once per wave of ``params.band`` updates; wave w runs tasks
-        # w * n_tasks + (0 .. n_tasks - 1). A wave that meets a bad index ends the call.
-        arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
-        bad = np.empty(n_tasks, np.int64)
-        for wave in range(-(-arrays.idx.shape[1] // params.band)):
-            at = wave * n_tasks
-            for task in nb.prange(n_tasks):
-                bad[task] = run_task(first, op, arrays, scratch, params, at + task, n_tasks)
-            if not all_in_bounds(bad):
-                break
-            for task in nb.prange(n_tasks):
-                run_task(second, op, arrays, scratch, params, at + task, n_tasks)
-        return bad
-
     # A name of its own: its own cache index and environment. Sharing one qualified name,
     # the specialisations' cached code, loaded in a process that had not compiled it,
     # could box its result with no dtype ("NRT_adapt_ndarray_to_python: descr is NULL"):
     # a cold run of two pytest workers showed it.
-    if strategy == Strategy.BINNED:
-        template = scatter_in_waves
-    else:
-        template = scatter_columns if columns else scatter
+    template = scatter_columns if columns else scatter
     template.__qualname__ = f"scatter_{strategy}_{op}"
     return _kernel(template)
 

@@ -104,6 +104,19 @@ def all_in_bounds(bad: Any) -> bool:
 
 
 @inner_function
+def wave_found(found: Any, n_tasks: int) -> Any:
+    """The first-pass results of the first wave that found a bad index, or of the last
+    wave: ``found`` holds ``n_tasks`` per wave, the waves one after the other. Out of line,
+    as :func:`all_in_bounds`."""
+    n_waves = found.shape[0] // n_tasks
+    for wave in range(n_waves - 1):
+        mine = found[wave * n_tasks : (wave + 1) * n_tasks]
+        if not all_in_bounds(mine):
+            return mine
+    return found[(n_waves - 1) * n_tasks :]
+
+
+@inner_function
 def first_bad_index(idx: Any, size: int, task: int, n_tasks: int) -> int:
     """-1, or the flat C position of the first index out of bounds in task ``task``'s share
     of ``idx`` (C-ordered): the smallest over the tasks is the first of all.
