@@ -102,7 +102,7 @@ def _random_indices(
 
 
 def _int32_at_axis_1(key: str) -> list[Any]:
-    """Whether the test of ``key`` gathers along axis 1 with int32 indices: on 4-byte
+    """The test's parameters for ``key``: with int32 indices along axis 1 (True) on 4-byte
     elements by default (the conformance matrix's float32 rows compile that signature);
     on the other widths, each a signature of its own, with ``-m slow`` only."""
     itemsize = 2 if key == "bfloat16" else np.dtype(key).itemsize  # no ml_dtypes import
