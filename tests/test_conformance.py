@@ -313,6 +313,20 @@ def test_jit_rows_outside_the_cover_are_slow_and_the_cover_keeps_every_family() 
     assert [mark.name for mark in _param("numpy", "torch", moved).marks] == ["xdist_group"]
 
 
+def test_jit_rows_with_int32_indices_run_by_default_on_float32_only() -> None:
+    cases = [*all_cases(), *gather_cases()]
+    int32 = [
+        case
+        for case in cases
+        if isinstance(case.indices, np.ndarray) and case.indices.dtype == np.int32
+    ]
+    default = [case for case in int32 if in_default_run("numba", case)]
+    assert {case.dtype_key for case in int32} > {"float32", "bool"}
+    assert {case.dtype_key for case in default} == {"float32"}
+    assert {case.family for case in default} == {case.family for case in int32}
+    assert all(in_default_run("numpy", case) for case in int32)
+
+
 class _Options:
     """A stand-in for pytest.Config with the options given."""
 

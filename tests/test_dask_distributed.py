@@ -82,13 +82,17 @@ def _compute(array: Any, where: str, request: pytest.FixtureRequest) -> Any:
 def _inputs(
     rng: np.random.Generator, shape: tuple[int, ...], index_shape: tuple[int, ...], axis: int
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Data with NaNs and signed zeros; indices, negative ones too, with many repeats."""
-    data = rng.standard_normal(shape)
+    """Data with NaNs and signed zeros; indices, negative ones too, with many repeats.
+
+    float32: the numba kernels that blocks of 8192 updates or more run (on the int32
+    positions the backend routes) are then those the conformance matrix compiles.
+    """
+    data = rng.standard_normal(shape).astype(np.float32)
     data.flat[::7] = -0.0
     data.flat[::11] = np.nan
     size = shape[axis]
     indices = rng.integers(-size, size, index_shape)
-    updates = rng.standard_normal(index_shape).round(1)  # ties for max, zeros of both signs
+    updates = rng.standard_normal(index_shape).round(1).astype(np.float32)  # ties, signed zeros
     updates.flat[::13] = np.nan
     return data, indices, updates
 

@@ -271,8 +271,10 @@ def test_embedding_rows_with_a_bad_row(two_threads: None) -> None:
     indices = np.repeat(tokens, 256, axis=1)
     indices[2, 100] = 8  # one row breaks the constant-row fast path, in bounds
     indices[3, :] = -9
+    # float32: the signature of the conformance matrix's embedding rows.
+    data, updates = np.zeros((8, 256), np.float32), np.ones((4, 256), np.float32)
     with pytest.raises(IndexError) as info:
-        scatterx.scatter_elements(np.zeros((8, 256)), indices, np.ones((4, 256)), backend="numba")
+        scatterx.scatter_elements(data, indices, updates, backend="numba")
     assert str(info.value) == str(scatterx.backend.out_of_bounds_error(8, (2, 100), 0, 8))
 
 

@@ -365,10 +365,11 @@ _CASE = """
 import json, logging, sys, threading, time
 import numpy as np, scatterx
 from scatterx_numba import _runtime
+side = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 rng = np.random.default_rng(0)
-data = rng.random((1000, 1000), dtype=np.float32)
-indices = rng.integers(0, 1000, (1000, 1000))
-updates = rng.random((1000, 1000), dtype=np.float32)
+data = rng.random((side, side), dtype=np.float32)
+indices = rng.integers(0, side, (side, side))
+updates = rng.random((side, side), dtype=np.float32)
 expected = scatterx.scatter_elements(data, indices, updates, axis=1, reduction="add",
                                      backend="numpy").tobytes()
 ran = []  # (thread, backend) of each call, from the decision logged at DEBUG
@@ -420,10 +421,10 @@ print(json.dumps({"layer": numba.threading_layer(), "firsts": firsts, **compiled
 """
 
 
-def _run_cold(code: str, cache: Path, **env: str) -> Any:
+def _run_cold(code: str, cache: Path, *argv: str, **env: str) -> Any:
     """Run ``code`` in background mode with an empty numba cache; its JSON line, parsed."""
     result = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", code, *argv],
         capture_output=True,
         text=True,
         env={
@@ -451,7 +452,9 @@ def test_the_first_call_runs_on_numpy_then_numba_takes_over(tmp_path: Path) -> N
 
 
 def test_eight_threads_compile_once_under_workqueue(tmp_path: Path) -> None:
-    seen = _run_cold(_CASE + THREADS, tmp_path, NUMBA_THREADING_LAYER="workqueue")
+    # 10,000 updates, not 1,000,000: enough for numba in automatic choice, and the callers'
+    # numpy calls while it compiles cost a hundredth (in CPU the compile would share).
+    seen = _run_cold(_CASE + THREADS, tmp_path, "100", NUMBA_THREADING_LAYER="workqueue")
     assert seen["layer"] == "workqueue"
     assert seen["firsts"] == {f"caller-{k}": "numpy" for k in range(8)}
     assert (seen["compiles"], seen["signatures"]) == (1, 1)

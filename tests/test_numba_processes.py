@@ -51,16 +51,18 @@ print(json.dumps({"seconds": elapsed, "hits": sum(stats.cache_hits.values()),
 
 # Reductions that compile to kernels of one type, in the order given: each must find its
 # own code in the disk cache (the cache keys kernels by reduction name), never another's.
-# Any numba warning fails the script: a kernel numba cannot cache only warns.
+# Any numba warning fails the script: a kernel numba cannot cache only warns. uint32, one
+# column of many updates: segments on two threads or more, half the columns kernel's
+# compile (docs/performance.md, "The cold compile").
 REDUCTIONS_SCRIPT = """
 import json, sys, warnings, numba, numpy as np, scatterx
 warnings.simplefilter("error", numba.NumbaWarning)
 from scatterx.testing import reference_scatter_elements
 from scatterx_numba import _runtime
 rng = np.random.default_rng(0)
-data = rng.standard_normal((6, 5)).astype(np.float32)
-indices = rng.integers(0, 6, (9, 5))
-updates = rng.standard_normal((9, 5)).astype(np.float32)
+data = rng.integers(0, 2**32, 6, dtype=np.uint32)
+indices = rng.integers(0, 6, 40)
+updates = rng.integers(0, 2**32, 40, dtype=np.uint32)
 same = []
 for reduction in sys.argv[1:]:
     got = scatterx.scatter_elements(data, indices, updates, reduction=reduction, backend="numba")

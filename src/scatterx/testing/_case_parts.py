@@ -167,5 +167,7 @@ def shared_errors() -> SharedErrors:
         f32([1, 2, 3]),
         np.array([0, -3, 3, 7], np.int32),
         updates=f32([1, 2, 3, 4]),
+        # add: on a JIT backend, the signature of the other float32 rows with int32 indices.
+        reduction="add",
     )
     return SharedErrors(call, too_wide, index_dtypes, bounds, int32_1d)

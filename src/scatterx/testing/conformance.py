@@ -36,15 +36,17 @@ seconds each on a cold cache. There the families that vary strategy and layout
 (:data:`COVER_FAMILIES`) run by default for one dtype of each width-and-kind the kernels
 fold (:data:`COVER_DTYPES`); their rows of the other dtypes are marked ``slow``
 (``python -m pytest -m slow``, which ``.ci/run`` runs), as they compile 14 signatures
-more and test the same code. Every other family, every dtype x reduction of the
-generated families, and every row of the other backends run by default;
-``python -m scatterx check`` runs the whole matrix.
+more and test the same code. So are the JIT rows with int32 indices of every dtype but
+float32 (:data:`INT32_INDEX_DTYPES`): int32 indices are signatures of their own. Every
+other family, every dtype x reduction of the generated families, and every row of the
+other backends run by default; ``python -m scatterx check`` runs the whole matrix.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scatterx import backends
@@ -63,13 +65,24 @@ JIT_BACKENDS = frozenset({"numba"})
 COVER_FAMILIES = frozenset({"strategy", "layout", "gather-layout"})
 #: 0/1 bytes, a signed integer (folded as unsigned where the bits allow), a float.
 COVER_DTYPES = frozenset({"bool", "int32", "float32"})
+#: The dtype whose JIT rows with int32 indices run by default: int32 indices are a
+#: signature of their own for every dtype, and the code reading them does not depend on
+#: the values' dtype.
+INT32_INDEX_DTYPES = frozenset({"float32"})
 
 
 def in_default_run(backend: str, case: ConformanceCase) -> bool:
     """Whether ``case`` runs on ``backend`` without ``-m slow`` (see the module's text)."""
-    if backend not in JIT_BACKENDS or case.family not in COVER_FAMILIES:
+    if backend not in JIT_BACKENDS:
         return True
-    return case.dtype_key in COVER_DTYPES
+    if _int32_indices(case) and case.dtype_key not in INT32_INDEX_DTYPES:
+        return False
+    return case.family not in COVER_FAMILIES or case.dtype_key in COVER_DTYPES
+
+
+def _int32_indices(case: ConformanceCase) -> bool:
+    indices = case.indices
+    return isinstance(indices, np.ndarray) and indices.dtype == np.int32
 
 
 def _chosen_libraries(config: pytest.Config) -> list[str]:
