@@ -27,7 +27,7 @@ from .base import BenchCase, Mode
 
 #: A cache line's bytes.
 LINE = 64
-#: The last-level cache assumed where the system does not say (this machine's: 32 MiB).
+#: The last-level cache assumed where the system does not say (the project's AMD machine's).
 DEFAULT_CACHE = 32 << 20
 #: The bytes of each array that :func:`bandwidth` streams: well over any cache.
 STREAM_BYTES = 256 << 20
@@ -59,18 +59,16 @@ def touched_lines(data: Any, indices: Any, axis: int) -> int:
     return int(np.unique(offsets.ravel() // LINE).size)
 
 
-def floor_bytes(case: BenchCase, mode: Mode, cache: int, lines: int | None = None) -> int:
-    """The least bytes that ``case`` in ``mode`` moves (see the module); ``lines``: data's
-    lines that the call writes, counted where not given."""
+def floor_bytes(case: BenchCase, mode: Mode, cache: int) -> int:
+    """The least bytes that ``case`` in ``mode`` moves (see the module), with a last-level
+    cache of ``cache`` bytes."""
     streamed = int(case.indices.nbytes + case.updates.nbytes)
     data = int(case.data.nbytes)
     if mode == "new":
         return streamed + (0 if 2 * data <= cache else 2 * data)
     if data <= cache:
         return streamed
-    if lines is None:
-        lines = touched_lines(case.data, case.indices, case.axis)
-    return streamed + 2 * LINE * lines
+    return streamed + 2 * LINE * touched_lines(case.data, case.indices, case.axis)
 
 
 def bandwidth(repeat: int = 5, size: int = STREAM_BYTES) -> float:

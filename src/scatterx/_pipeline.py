@@ -137,7 +137,7 @@ def scatter(
         request = normalise(arrays[0], arrays[1], arrays[2], axis, reduction)
         adopted = Adopted((arrays, library, None))
     else:
-        adopted = Adopted(((), library_of(type(data)), None))
+        adopted = _adopted_for_out(data)
         request = normalise(data, indices, updates, axis, reduction, out)
     return _dispatch(request, adopted, configured(backend), out, data)
 
@@ -161,9 +161,15 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
         request = normalise_gather(arrays[0], arrays[1], axis)
         adopted = Adopted((arrays, library, None))
     else:
-        adopted = Adopted(((), library_of(type(data)), None))
+        adopted = _adopted_for_out(data)
         request = normalise_gather(data, indices, axis, out)
     return _dispatch(request, adopted, configured(backend), out, data)
+
+
+def _adopted_for_out(data: Any) -> Adopted:
+    """An ``out=`` call's adoption: ``data``'s library, the caller's arrays as they are (the
+    request holds them; none is carried early)."""
+    return Adopted(((), library_of(type(data)), None))
 
 
 def _traced(out: Any, *arrays: Any) -> bool:
@@ -256,7 +262,7 @@ def explain_scatter(
 ) -> Decision:
     """The pipeline of :func:`scatterx.explain`, up to the decision."""
     if out is not None:  # checked as the call checks it (:func:`scatter`), out's memory too
-        adopted = Adopted(((), library_of(type(data)), None))
+        adopted = _adopted_for_out(data)
         request = settled(normalise(data, indices, updates, axis, reduction, out))
         return explain(request, adopted, backend)
     adopted = adopt(data, indices, updates)
@@ -267,7 +273,7 @@ def explain_scatter(
 def explain_gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Decision:
     """The pipeline of :func:`scatterx.explain_gather`, up to the decision."""
     if out is not None:
-        adopted = Adopted(((), library_of(type(data)), None))
+        adopted = _adopted_for_out(data)
         request = settled(normalise_gather(data, indices, axis, out))
         return explain(request, adopted, backend)
     adopted = adopt(data, indices)
