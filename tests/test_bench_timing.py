@@ -9,7 +9,7 @@ import pytest
 
 from scatterx_bench.report import StandardRow, record
 from scatterx_bench.table import print_table
-from scatterx_bench.timing import cell, interleaved, of_rounds
+from scatterx_bench.timing import SETTLE_CAP_MS, cell, interleaved, of_rounds, settle
 
 
 class FakeClock:
@@ -98,6 +98,39 @@ def test_each_turn_settles_before_it_is_timed() -> None:
     timing = {"rounds": 3, "per_round": 3, "clock": clock, "sleep": pause}
     assert interleaved({"a": call}, settle_ms=5, **timing)["a"].median_ms == pytest.approx(1.0)
     assert interleaved({"a": call}, settle_ms=0, **timing)["a"].median_ms == pytest.approx(3.0)
+
+
+def test_a_ramp_longer_than_the_settle_time_is_waited_out() -> None:
+    """The ramp of 2026-12-03 (a 0.95 ms call after a pause: 5.5, 2.8, 2.1, 1.6, 1.4, 1.1,
+    then 1.0 ms) outlasts 10 ms: the turn keeps settling while each call is still a tenth
+    faster than the one before, and times the steady calls."""
+    clock = FakeClock()
+    ramp = [5.5, 2.8, 2.1, 1.6, 1.4, 1.1, 1.0]
+    call = clock.call("a", ramp)
+    assert settle(call, 10.0, clock) == 7  # 1.0 after 1.1: no longer a tenth faster
+    timed = interleaved(
+        {"a": clock.call("a", ramp)},
+        rounds=1,
+        per_round=3,
+        warm=False,
+        settle_ms=10.0,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    assert timed["a"].median_ms == pytest.approx(1.0)
+
+
+def test_settling_is_bounded() -> None:
+    """A call that keeps speeding up settles for the cap at most; a call longer than the
+    cap runs once; a steady call settles for ``settle_ms``."""
+    clock = FakeClock()
+    faster = [10 * 0.85**k for k in range(200)]  # 66 ms in all, each a tenth faster or more
+    count = settle(clock.call("a", faster), 10.0, clock)
+    assert SETTLE_CAP_MS <= clock.now * 1e3 < SETTLE_CAP_MS + 10.0  # + the call crossing it
+    assert count < 20
+    assert settle(clock.call("b", [2 * SETTLE_CAP_MS]), 10.0, clock) == 1
+    assert settle(clock.call("c", [1.0]), 10.0, clock) == 10
+    assert settle(clock.call("d", [1.0]), 0.5, clock) == 2  # 0.5 ms, then not faster
 
 
 def test_a_spread_over_a_fifth_marks_the_cell() -> None:

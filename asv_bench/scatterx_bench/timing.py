@@ -28,8 +28,16 @@ ROUNDS, CALLS, TURN_PAUSE_S, ROUND_PAUSE_S = 7, 5, 0.05, 0.25
 #: least): after an idle pause the cores of a virtual machine run slowly for a few
 #: milliseconds (a NumPy sum of 4 MiB here: 450, 250, 150 us, then 142 us steadily; a
 #: 2-thread numba scatter of 0.7 ms: 2.5, 1.9, 1.4, 0.9 ms), which would otherwise decide
-#: the cells of short calls by whichever contestant leaves that state faster.
-SETTLE_MS = 10.0
+#: the cells of short calls by whichever contestant leaves that state faster. On
+#: 2026-12-03 at 14:15 the ramp was longer: a 0.95 ms call (last-axis-sparse in place)
+#: took 5.5, 2.8, 2.1, 1.6, 1.4, 1.1, 1.1, 1.1, 1.0 ms (20 ms to its steady time), its hand
+#: loop 4.6, 2.7, 1.6, 1.1, 1.1, 1.0 ms; 10 ms of settling left scatterx 1.5x its hand
+#: loop there, 40 ms 0.98x (median of 15 rounds).
+SETTLE_MS = 30.0
+#: ... and after that, while each untimed call is still this much faster than the one
+#: before it (the ramp is not over), up to :data:`SETTLE_CAP_MS` in all.
+SETTLE_FALLING = 0.9
+SETTLE_CAP_MS = 60.0
 
 #: A cell whose spread is over this is marked: its median does not judge it.
 SPREAD_LIMIT = 0.20
@@ -38,7 +46,8 @@ SPREAD_LIMIT = 0.20
 STATISTIC = (
     "median of per-round medians, contestants interleaved in {rounds} rounds of {calls} "
     "calls each after one untimed call, an idle pause between turns and between rounds, "
-    f"each turn opening with {SETTLE_MS:g} ms of untimed calls; "
+    f"each turn opening with {SETTLE_MS:g} ms of untimed calls, then more while each is "
+    f"under {SETTLE_FALLING:g} times the one before ({SETTLE_CAP_MS:g} ms at most); "
     "spread: half the interquartile range of the round medians over their median"
 )
 
@@ -79,7 +88,8 @@ def interleaved(
     """Time ``calls`` interleaved: ``rounds`` rounds, each contestant ``per_round`` calls a turn.
 
     ``pauses_s`` are the idle pauses between turns and between rounds; each turn opens with
-    untimed calls for ``settle_ms`` (:data:`SETTLE_MS`; 0: none); each contestant runs once
+    untimed calls (:func:`settle`: ``settle_ms``, :data:`SETTLE_MS`, and more while they
+    still speed up; 0: none); each contestant runs once
     untimed first (``warm``: compiles, first runs). ``clock`` and ``sleep`` are the timer's
     (a test gives fakes).
     """
@@ -104,18 +114,33 @@ def interleaved(
 
 
 def _turn(call: Call, per_round: int, settle_ms: float, clock: Callable[[], float]) -> float:
-    """The median ms of ``per_round`` calls in a row, after untimed calls for ``settle_ms``."""
+    """The median ms of ``per_round`` calls in a row, after :func:`settle`."""
     if settle_ms > 0:
-        start = clock()
-        call()
-        while (clock() - start) * 1e3 < settle_ms:
-            call()
+        settle(call, settle_ms, clock)
     times = []
     for _ in range(per_round):
         start = clock()
         call()
         times.append((clock() - start) * 1e3)
     return statistics.median(times)
+
+
+def settle(call: Call, settle_ms: float, clock: Callable[[], float]) -> int:
+    """Untimed calls for ``settle_ms``, then while each is under :data:`SETTLE_FALLING`
+    times the one before, for :data:`SETTLE_CAP_MS` at most (or ``settle_ms``, if longer);
+    returns how many ran."""
+    cap_ms = max(settle_ms, SETTLE_CAP_MS)
+    start, before, count = clock(), float("inf"), 0
+    while True:
+        began = clock()
+        call()
+        count += 1
+        now = clock()
+        took, elapsed_ms = now - began, (now - start) * 1e3
+        falling = took < SETTLE_FALLING * before
+        if elapsed_ms >= cap_ms or (elapsed_ms >= settle_ms and not falling):
+            return count
+        before = took
 
 
 def cell(median_ms: float, spread: float | None = None) -> str:
