@@ -30,8 +30,9 @@ variable it is also keyed by an identity that changes with every process. A
 numba stamps a kernel's cache entries with this file's time and size alone: after a
 change to a task's module (``_tasks``, ``_rows``, ``_ops``, ...) a process would load the code of
 the old task from a warm cache. Such a change comes with a change here (as the column
-units did, their 2-D views and prefetches of one-column data, and the owners' plain
-copies of their rows), or with a cold cache.
+units did, their 2-D views and prefetches of one-column data, the owners' plain copies
+of their rows, and the binned waves' split, ``_plan.BINNED_COST_PERCENT``), or with a
+cold cache.
 """
 
 from __future__ import annotations

@@ -38,8 +38,11 @@ BINNED_MIN_ROWS = 1 << 19
 BINNED_WAVE_ROWS = 1 << 20
 #: What binning an update costs, in percent of applying it in place, with both running at
 #: once: the first task of a wave applies ``this / ((n_tasks - 1) * 100 + this)`` of it.
-#: Compiled into the kernels: a change needs a cold numba cache.
-BINNED_COST_PERCENT = 100
+#: Compiled into the kernels: a change needs a cold numba cache (and comes with a change
+#: of ``_kernels``, whose stamp numba's cache checks). Machine-dependent: 100 was best on
+#: the AMD EPYC of 2026-11, 160-200 on the Intel Xeon of 2026-12-03, where binning costs
+#: 1.95 ns an update against 1.52 for applying (docs/backends/numba.md).
+BINNED_COST_PERCENT = 160
 
 
 class Strategy(IntEnum):
