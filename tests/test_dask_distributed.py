@@ -154,6 +154,43 @@ def test_equals_the_oracle_bit_for_bit(
     assert got.tobytes() != data.tobytes()  # the updates did something
 
 
+# data shape, indices shape, axis; chunks of data, indices. Data chunked along the axis:
+# the requests are routed to its blocks and the elements back. The last case's splits hold
+# 75,000 indices each: on a cluster, its lanes travel as shares.
+GATHER_CASES = [
+    pytest.param((20, 30), (26, 30), 0, (7, 11), (4, 9), id="axis0-along"),
+    pytest.param((12, 40), (10, 55), 1, (4, 9), (3, 20), id="last-along"),
+    pytest.param((1000,), (300_000,), 0, (250,), (75_000,), id="shares"),
+]
+
+
+@pytest.mark.parametrize("where", ["threads", "cluster"])
+@pytest.mark.parametrize(("shape", "index_shape", "axis", "dc", "ic"), GATHER_CASES)
+def test_gather_equals_the_numpy_backend_bit_for_bit(
+    where: str,
+    shape: tuple[int, ...],
+    index_shape: tuple[int, ...],
+    axis: int,
+    dc: tuple[int, ...],
+    ic: tuple[int, ...],
+    request: pytest.FixtureRequest,
+) -> None:
+    if where == "cluster":
+        request.getfixturevalue("client")  # the default client while the graph is built
+    rng = np.random.default_rng(len(shape) * 10 + axis)
+    data, indices, _ = _inputs(rng, shape, index_shape, axis)
+    expected = scatterx.gather_elements(data, indices, axis=axis, backend="numpy")
+    lazy = scatterx.gather_elements(
+        da.from_array(data, chunks=dc), da.from_array(indices, chunks=ic), axis=axis
+    )
+    if where == "cluster":  # (on threads too, once the module's client is the default)
+        shares = sum("-share-" in str(key) for key in lazy.__dask_graph__())
+        assert bool(shares) == (index_shape == (300_000,))
+    got = np.asarray(_compute(lazy, where, request))
+    assert (got.dtype, got.shape) == (expected.dtype, expected.shape)
+    assert got.tobytes() == expected.tobytes()
+
+
 @pytest.mark.parametrize("where", ["threads", "cluster"])
 def test_out_of_bounds_raises_the_first_in_c_order(
     where: str, request: pytest.FixtureRequest

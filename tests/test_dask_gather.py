@@ -160,25 +160,35 @@ def test_random_indices_are_checked_and_gathered_alike() -> None:
 
 
 def test_blocks_run_on_the_backend_chosen_for_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blocks large enough for numba (where it is installed and gathers) run there, on the
-    cores their task can take; the bits stay the numpy backend's."""
+    """Each in-memory gather of a task (with data chunked along the axis, one flat read per
+    block of data) runs on the backend scatterx chooses for it, numba on the cores its task
+    can take; the bits stay the numpy backend's."""
     from scatterx_dask import _tasks
 
+    chosen: list[str] = []
     shared: list[int] = []
+
+    def choose(*args: Any) -> Any:
+        name, run = real_choice(*args)
+        chosen.append(name)
+        return name, run
 
     def counted(run: Any) -> Any:
         shared.append(1)
         return real(run)
 
-    real = _tasks.run_on_numba
+    real, real_choice = _tasks.run_on_numba, _tasks.block_gather
     monkeypatch.setattr(_tasks, "run_on_numba", counted)
+    monkeypatch.setattr(_tasks, "block_gather", choose)
     rng = np.random.default_rng(11)
     data = rng.standard_normal((60, 256)).astype(np.float32)
-    indices = rng.integers(-60, 60, (90, 200))
+    indices = rng.integers(-60, 60, (300, 200))  # about 12,800 per block of data
     result, expected = _both(data, indices, ((20, 128), -1), 0)
     assert first_difference(result.compute(scheduler="threads"), expected) is None
-    block = scatterx.explain_gather(data[:20, :128], indices[:, :128]).backend
-    assert bool(shared) == (block == "numba")
+    assert len(chosen) == 6  # one read per block of data
+    assert len(shared) == chosen.count("numba")
+    numba_gathers = scatterx.explain_gather(data.reshape(-1), indices[:, :128].reshape(-1))
+    assert (numba_gathers.backend == "numba") == bool(shared)
 
 
 # --- 2. Laziness, and memory per task -------------------------------------------------------
@@ -195,21 +205,45 @@ def test_nothing_is_computed_at_call_time(chunks: Any, no_compute: list[Any]) ->
     checks.assert_lazy(result, decision, no_compute, "dask runs gather_elements")
 
 
-def test_no_task_holds_more_than_the_largest_input_block() -> None:
-    """Data in 8 chunks along the axis is never put together: each task of the gather
-    reads one block of data (5 x 6) and makes at most one block of indices (10 x 6)."""
+def test_each_block_of_data_is_read_by_one_task() -> None:
+    """Data in 8 chunks along the axis is never put together: each of its blocks is read
+    by one task, and no task makes more than the largest input block but a split's run (its
+    blocks of indices joined) and the elements read back to it."""
+    from scatterx_dask import _lanes
+
     rng = np.random.default_rng(5)
     data, indices = rng.standard_normal((40, 6)), rng.integers(-40, 40, (40, 6))
     made: dict[Any, int] = {}
-    result = scatterx.gather_elements(_lazy(data, (5, 6)), _lazy(indices, (10, 6)))
-    with callbacks.Callback(posttask=lambda key, value, *_: made.update({key: np.size(value)})):
+    lazy = _lazy(data, (5, 6))
+    result = scatterx.gather_elements(lazy, _lazy(indices, (10, 6)))
+    _, dependents = dask.core.get_deps(dict(result.__dask_graph__()))
+    readers = [dependents[(lazy.name, i, 0)] for i in range(8)]
+    assert all(len(r) == 1 and "-read" in str(next(iter(r))[0]) for r in readers)
+
+    def size(value: Any) -> int:
+        return int(np.size(value)) if isinstance(value, np.ndarray) else 0
+
+    with callbacks.Callback(posttask=lambda key, value, *_: made.update({key: size(value)})):
         got = result.compute(scheduler="sync")
     ours = {key: n for key, n in made.items() if str(key[0]).startswith(result.name)}
-    folds = [key for key in ours if str(key[0]).startswith(f"{result.name}-fold-")]
-    assert len(folds) == 7 * 4  # 4 blocks of the result, each folded from 8 blocks of data
-    assert max(ours.values()) == 60
+    runs = _lanes.runs((10,) * 4, 8, 6)
+    assert max(ours.values()) <= max(60, max(len(r) for r in runs) * 60)
     expected = scatterx.gather_elements(data, indices, backend="numpy")
     assert first_difference(got, expected) is None
+
+
+def test_the_graph_grows_with_the_blocks_not_their_product() -> None:
+    """Data and indices in chunks of 1 along the axis: about ten tasks per block, where a
+    chain of one task per block of data for each block of indices made ``n`` squared."""
+
+    def tasks(n: int) -> int:
+        data = da.arange(n, dtype=np.float32, chunks=1)
+        indices = da.from_array(np.arange(n) * 7 % n, chunks=1)
+        return len(scatterx.gather_elements(data, indices).__dask_graph__())
+
+    small, large = tasks(100), tasks(400)
+    assert large < 5 * small  # quadratic: 16x (10,306 and 161,215 tasks before)
+    assert large < 12 * 400
 
 
 # --- 3. When each error is raised -----------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx_dask import _graph, _route, _split
+from scatterx_dask import _lanes, _route, _split
 
 da = pytest.importorskip("dask.array")
 
@@ -50,7 +50,7 @@ def test_routed_updates_keep_the_loops_bits(
 ) -> None:
     """Float32 sums over many duplicates, through several stages of small fan-in: the
     order per element is the loop's, so the bits are the numpy backend's."""
-    monkeypatch.setattr(_graph, "ROUTE_FAN_IN", fan_in)
+    monkeypatch.setattr(_lanes, "ROUTE_FAN_IN", fan_in)
     rng = np.random.default_rng(fan_in * 10 + axis)
     shape, index_shape = [[23, 5], [5, 23]][axis], [[61, 4], [4, 61]][axis]
     data = rng.standard_normal(shape).astype(np.float32)
@@ -125,8 +125,8 @@ def test_the_counting_sort_matches_numpys_stable_sort(chunks: tuple[int, ...], d
     rng = np.random.default_rng(len(chunks))
     target = rng.integers(-size - 3, size + 3, _split.NUMBA_FROM + 17)
     values = rng.standard_normal(target.size).astype(dtype)
-    starts = np.asarray(_graph._starts(chunks), dtype=np.int64)
-    spans = (size, _graph._width(chunks))
+    starts = np.asarray(_lanes.starts(chunks), dtype=np.int64)
+    spans = (size, _lanes._width(chunks))
     got = _split.by_destination(target, values, starts, spans, (np.int64, True))
     order, local, counts = _split._numpy(target, starts, *spans)
     np.testing.assert_array_equal(got.order, order)
@@ -166,15 +166,15 @@ def test_large_runs_keep_the_loops_bits(axis: int) -> None:
 
 
 def test_runs_of_blocks_bound_a_splits_memory() -> None:
-    fan_in, small = _graph.ROUTE_FAN_IN, _graph.SMALL_RUN
+    fan_in, small = _lanes.ROUTE_FAN_IN, _lanes.SMALL_RUN
     # 1,000 blocks of updates to 100 of data: runs of 10, as many lanes as blocks
-    assert _graph._runs((100_000,) * 1000, 100, 1) == [range(i, i + 10) for i in range(0, 1000, 10)]
+    assert _lanes.runs((100_000,) * 1000, 100, 1) == [range(i, i + 10) for i in range(0, 1000, 10)]
     # blocks of 1 element: runs of the fan-in, the most blocks a task reads
-    assert [len(r) for r in _graph._runs((1,) * 100, 100, 1)] == [fan_in] * 3 + [4]
+    assert [len(r) for r in _lanes.runs((1,) * 100, 100, 1)] == [fan_in] * 3 + [4]
     # large blocks, as many as data's: one each
-    assert _graph._runs((small,) * 5, 5, 1) == [range(i, i + 1) for i in range(5)]
+    assert _lanes.runs((small,) * 5, 5, 1) == [range(i, i + 1) for i in range(5)]
     # small blocks with many elements off the axis: runs up to SMALL_RUN updates
-    runs = _graph._runs((4,) * 40, 40, small // 8)
+    runs = _lanes.runs((4,) * 40, 40, small // 8)
     assert [len(r) for r in runs] == [2] * 20
 
 
@@ -245,7 +245,7 @@ def _shares(monkeypatch: pytest.MonkeyPatch, sizes: tuple[int, int], chunks: int
 def test_on_a_cluster_only_large_lanes_travel_as_shares(monkeypatch: pytest.MonkeyPatch) -> None:
     """A share task per reader halves the bytes a large lane sends between workers, but
     costs a cluster a task each: lanes of few updates travel whole."""
-    small = _graph.SMALL_RUN
+    small = _lanes.SMALL_RUN
     assert _shares(monkeypatch, (64, 64 * small), 64) > 0  # a lane of `small` updates
     # blocks of small / 128 updates: runs of 32 blocks (the most a split reads), small / 4
     assert _shares(monkeypatch, (64, 64 * small // 128), 64) == 0

@@ -13,6 +13,11 @@ destination, the pieces of a contiguous run of origins, in ascending order: afte
 last stage, lane ``k`` holds every update aimed at block ``k`` of data, in the order of
 the contract's loop per element. It joins them, and one flat in-memory call applies them.
 
+A gather routes its *requests* the same way (:func:`split_requests`: each element's flat
+position in its block of data and its place in its run), reads them from each block of
+data with one flat in-memory gather (:func:`read`), and routes the elements back to their
+runs through a second butterfly, from the blocks of data to the runs (:func:`answered`).
+
 Every function here is at module level, so that a ``distributed`` worker can unpickle it.
 """
 
@@ -24,11 +29,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._split import by_destination
-from ._tasks import BadIndex, copied, first_bad, scatter_block
+from ._tasks import BadIndex, copied, first_bad, gather_block, scatter_block
 
 Array = np.ndarray[Any, Any]
 Piece = tuple[Array, Array]  # flat positions in a block of data, and the values there
-Lane = dict[int, list[Piece]]  # destination block along the axis -> its pieces, in order
+#: A gather's piece: flat positions in a block of data, their places in the run that asks
+#: for them, and the run's number (on the way there); those places and the elements read
+#: (on the way back).
+Request = tuple[Array, Array, int]
+Answer = tuple[Array, Array]
+#: Destination (a block of data, or a gather's run on the way back) -> its pieces, in order.
+Lane = dict[int, list[Any]]
 
 
 class Split(NamedTuple):
@@ -181,3 +192,65 @@ def applied(
     positions, values = _join(pieces)
     flat = scatter_block(block.reshape(-1), positions, values, 0, reduction)
     return flat.reshape(block.shape)
+
+
+def split_requests(
+    indices: list[Array],
+    origin: int,
+    axis: int,
+    spans: tuple[Array, int, int],
+    block_shape: tuple[int, ...],
+    place: tuple[tuple[int, ...], tuple[int, ...]],
+) -> Split:
+    """A gather's split: the run ``origin`` of blocks of indices, as :func:`split` splits a
+    scatter's, with each element's place in the run (C order) in place of an update, and
+    the run's number on each piece, for the way back."""
+    block = _joined(indices, axis)
+    kind = np.int32 if block.size < 2**31 else np.int64
+    order = np.arange(block.size, dtype=kind).reshape(block.shape)
+    made = split([block], [order], axis, spans, block_shape, place)
+    pieces = {k: [(*piece, origin) for piece in held] for k, held in made.pieces.items()}
+    return Split(pieces, made.bad)
+
+
+def read(
+    block: Array, checked: None, dest: int, digit: int, placed: int, base: int, *lanes: Lane | Split
+) -> Lane:
+    """The last stage of lane ``dest`` of a gather's requests: the elements they ask for,
+    read from block ``dest`` of data with one flat call, as pieces for the way back, each to
+    the run that asked. ``checked`` is the bounds guard's value (None), as for
+    :func:`applied`."""
+    requests: list[Request] = merge(digit, placed, base, *lanes).get(dest, [])
+    if not requests:
+        return {}
+    positions = np.concatenate([r[0] for r in requests]) if len(requests) > 1 else requests[0][0]
+    elements = gather_block(block.reshape(-1), positions, 0)
+    ends = np.cumsum([r[0].size for r in requests]).tolist()
+    return {
+        origin: [(order, elements[end - order.size : end])]
+        for (_, order, origin), end in zip(requests, ends, strict=True)
+    }
+
+
+def answered(
+    shape: tuple[int, ...],
+    dtype: np.dtype[Any],
+    origin: int,
+    digit: int,
+    placed: int,
+    base: int,
+    *lanes: Lane,
+) -> Array:
+    """The last stage of the way back to run ``origin`` of a gather (of ``shape``): the
+    elements its requests read, each put at its place in the run. Every place receives one
+    (each index lies in one block of data, the guard having checked them)."""
+    answers: list[Answer] = merge(digit, placed, base, *lanes).get(origin, [])
+    out = np.empty(math.prod(shape), dtype)
+    for order, elements in answers:
+        out[order] = elements
+    return out.reshape(shape)
+
+
+def part(run: Array, axis: int, low: int, high: int) -> Array:
+    """The block of a gather's result at ``[low, high)`` along the axis of its run."""
+    return run[(slice(None),) * axis + (slice(low, high),)]

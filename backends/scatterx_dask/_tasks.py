@@ -102,39 +102,6 @@ def gather_step(data: Array, indices: Array, checked: None, axis: int) -> Any:
     return gather_block(data, indices, axis)
 
 
-def gather_within(
-    state: Array | None,
-    data: Array,
-    indices: Array,
-    checked: None,
-    axis: int,
-    span: tuple[int, int, int],
-) -> Any:
-    """Fill in the elements of a block of the result whose indices fall in a block of data
-    that spans ``[low, high)`` of an axis of ``size``; ``state`` holds the elements filled
-    in so far (None: none yet), kept elsewhere.
-
-    Every index is in bounds (the guard ran first), so exactly one block of data along the
-    axis supplies each element: after the last block, every element is filled in. The
-    indices that fall elsewhere read slot 0 of this block instead (valid for every dtype),
-    and those elements are taken from ``state``: the in-memory call needs no mask.
-    """
-    low, high, size = span
-    target = indices.astype(np.int64)
-    target[target < 0] += size
-    inside = (target >= low) & (target < high)
-    if not inside.any():  # also where the block of data is empty
-        return state
-    target -= low
-    if inside.all():
-        return gather_block(data, target, axis)
-    target[~inside] = 0
-    gathered = gather_block(data, target, axis)
-    if state is not None:
-        np.copyto(gathered, state, where=~inside)
-    return gathered
-
-
 def gathered_nothing(indices: Array, dtype: np.dtype[Any]) -> Array:
     """A block of an empty result: the in-memory backends' empty array of data's dtype."""
     return np.empty(indices.shape, dtype)
