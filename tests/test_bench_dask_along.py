@@ -71,6 +71,22 @@ def test_threads_sum_to_the_in_memory_answer(dask_array: Any) -> None:
     assert 0 < in_memory.best_s <= in_memory.first_s
 
 
+def test_the_gather_case_sums_to_the_in_memory_gather(dask_array: Any) -> None:
+    """``--gather``: random data (not the scatter's zeros) read at the case's indices."""
+    from dataclasses import replace
+
+    from scatterx import gather_elements
+
+    config = replace(SMALL, gather=True)
+    data, indices, _ = (a.compute() for a in along_arrays(config))
+    assert np.unique(data).size > 250
+    expected = float(gather_elements(data, indices, backend="numpy").astype(np.float64).sum())
+    found = run_threads(config, repeat=1)
+    assert found.total == expected == numba_s(config, repeat=1).total
+    assert found.tasks < 7 * 13  # a chain per block of indices made 7 x 13 reads
+    assert "->" in found.config.label()
+
+
 def test_repeated_reports_the_first_and_the_best() -> None:
     """The first call's wall and CPU, the best wall, the least CPU, the last answer."""
     answers, clock = iter([1.0, 2.0, 3.0]), iter([0.0, 5.0, 5.0, 7.0, 7.0, 8.0])

@@ -24,12 +24,12 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx import scatter_elements
+from scatterx import gather_elements, scatter_elements
 
 from .dask_scaling import _module, _peak_rss
 
@@ -37,13 +37,15 @@ from .dask_scaling import _module, _peak_rss
 @dataclass(frozen=True)
 class AlongConfig:
     """``size`` float32 elements of data in ``data_chunks`` chunks; ``updates`` updates (add)
-    in ``update_chunks`` chunks, their indices uniform over the axis."""
+    in ``update_chunks`` chunks, their indices uniform over the axis. With ``gather``, the
+    gather of random data at those indices instead."""
 
     size: int
     data_chunks: int
     updates: int
     update_chunks: int
     seed: int = 25
+    gather: bool = False
 
     @classmethod
     def parse(cls, spec: str) -> AlongConfig:
@@ -52,7 +54,8 @@ class AlongConfig:
         return cls(size, data_chunks, updates, update_chunks)
 
     def label(self) -> str:
-        return f"{self.size:.0e}/{self.data_chunks} <- {self.updates:.0e}/{self.update_chunks}"
+        arrow = "->" if self.gather else "<-"
+        return f"{self.size:.0e}/{self.data_chunks} {arrow} {self.updates:.0e}/{self.update_chunks}"
 
 
 def _chunks(total: int, count: int) -> tuple[int, ...]:
@@ -76,7 +79,8 @@ def along_arrays(config: AlongConfig) -> tuple[Any, Any, Any]:
     data_chunks = (_chunks(config.size, config.data_chunks),)
     chunks = (_chunks(config.updates, config.update_chunks),)
     make = da.map_blocks
-    data = make(_block, config.seed, 0, 0, chunks=data_chunks, dtype=np.float32)
+    role = 3 if config.gather else 0  # a gather reads random data; a scatter adds to zeros
+    data = make(_block, config.seed, role, 0, chunks=data_chunks, dtype=np.float32)
     indices = make(_block, config.seed, 1, config.size, chunks=chunks, dtype=np.int64)
     updates = make(_block, config.seed, 2, 0, chunks=chunks, dtype=np.float32)
     return data, indices, updates
@@ -124,10 +128,19 @@ def _repeated(
     return walls[0], min(walls), (cpus[0], min(cpus)), total
 
 
+def _call(
+    config: AlongConfig, data: Any, indices: Any, updates: Any, backend: str | None = None
+) -> Any:
+    """The case's call: the scatter (add), or with ``config.gather`` the gather."""
+    if config.gather:
+        return gather_elements(data, indices, backend=backend)
+    return scatter_elements(data, indices, updates, reduction="add", backend=backend)
+
+
 def _summed(config: AlongConfig, arrays: tuple[Any, ...] | None = None) -> tuple[Any, int, float]:
     data, indices, updates = along_arrays(config) if arrays is None else arrays
     began = time.perf_counter()
-    result = scatter_elements(data, indices, updates, reduction="add")
+    result = _call(config, data, indices, updates)
     tasks = len(result.__dask_graph__())
     build_s = time.perf_counter() - began
     return result.astype(np.float64).sum(), tasks, build_s
@@ -154,7 +167,8 @@ def _warm() -> float:
     data, indices, updates = (a.compute(scheduler="sync") for a in along_arrays(small))
     for kind in (np.int64, np.int32):  # the in-memory blocks' backend, the routed positions
         scatter_elements(data, indices.astype(kind), updates, reduction="add")
-    return float(_summed(small)[0].compute(scheduler="sync"))
+    gathered = _summed(replace(small, gather=True))[0].compute(scheduler="sync")
+    return float(_summed(small)[0].compute(scheduler="sync")) + float(gathered)
 
 
 def run_cluster(
@@ -202,7 +216,7 @@ def numba_s(config: AlongConfig, repeat: int = 3) -> InMemory:
     result = data
     for _ in range(max(1, repeat)):
         began = time.perf_counter()
-        result = scatter_elements(data, indices, updates, reduction="add", backend="numba")
+        result = _call(config, data, indices, updates, backend="numba")
         walls.append(time.perf_counter() - began)
     total = float(result.astype(np.float64).sum())
     return InMemory(walls[0], min(walls), total)
@@ -260,9 +274,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--repeat", type=int, default=3, help="computes (and numba calls) per run (default: 3)"
     )
+    parser.add_argument(
+        "--gather", action="store_true", help="gather data at the indices instead (N -> U)"
+    )
     args = parser.parse_args(argv)
     print(HEADER, flush=True)  # each row as soon as it is measured
-    for config in map(AlongConfig.parse, args.specs):
+    for spec in args.specs:
+        config = replace(AlongConfig.parse(spec), gather=args.gather)
         fast = numba_s(config, args.repeat) if args.numba else None
         places: list[int] = ([] if args.no_threads else [0]) + list(args.workers or ())
         for workers in places:
