@@ -71,6 +71,41 @@ def test_routed_updates_keep_the_loops_bits(
     np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
 
 
+@pytest.mark.parametrize("fan_in", [2, 3, 32])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_routed_gathers_keep_the_numpy_backends_bits(
+    monkeypatch: pytest.MonkeyPatch, fan_in: int, axis: int
+) -> None:
+    """A gather's requests through several stages of small fan-in there, and its elements
+    through as many back: each element comes back to its place."""
+    monkeypatch.setattr(_lanes, "ROUTE_FAN_IN", fan_in)
+    rng = np.random.default_rng(fan_in * 10 + axis)
+    shape, index_shape = [[23, 5], [5, 23]][axis], [[61, 4], [4, 61]][axis]
+    data = rng.standard_normal(shape).astype(np.float32)
+    indices = rng.integers(-23, 23, index_shape)
+    data_chunks = [((3, 0, 7, 1, 12), (2, 3)), ((2, 3), (3, 0, 7, 1, 12))][axis]
+    index_chunks = [((5,) * 12 + (1,), (1, 3)), ((1, 3), (5,) * 12 + (1,))][axis]
+    lazy = scatterx.gather_elements(
+        da.from_array(data, chunks=data_chunks),
+        da.from_array(indices, chunks=index_chunks),
+        axis=axis,
+    )
+    graph = lazy.__dask_graph__()
+    stages = {str(key[0]).split(lazy.name)[1] for key in graph if "-route-" in str(key[0])}
+    # 13 blocks of indices in runs of the fan-in (7 runs, 5, 1), to 5 blocks of data: 3, 2
+    # and 1 stages each way, the last of which reads or puts in place (not a "-route-")
+    assert (
+        stages
+        == {
+            2: {"-route-0", "-route-1", "-back-route-0", "-back-route-1"},
+            3: {"-route-0", "-back-route-0"},
+            32: set(),
+        }[fan_in]
+    )
+    expected = scatterx.gather_elements(data, indices, axis=axis, backend="numpy")
+    assert lazy.compute().tobytes() == expected.tobytes()
+
+
 def test_a_block_all_updates_aim_at_and_blocks_none_reach() -> None:
     data = np.arange(12.0)
     indices = np.full(30, 5)
