@@ -65,6 +65,17 @@ def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int)
     return _tree(graph, name, level, axis, size)
 
 
+def _guard_of(
+    graph: dict[Any, Any], name: str, clone: Any, routed: bool, where: tuple[int, int]
+) -> str | None:
+    """The key of the guard that the blocks reading indices wait for: with data chunked
+    along the axis (``routed``), the one that the splits' tree ends in (added once the
+    splits are); else the guard of ``clone`` (added here), or None where none is needed."""
+    if routed:
+        return f"{name}-guard"
+    return None if clone is None else _guard(graph, name, clone, *where)
+
+
 def _tree(graph: dict[Any, Any], name: str, level: list[Any], axis: int, size: int) -> str:
     """Add a tree of :data:`FAN_IN` to a node over the tasks ``level`` (each a first bad
     index or None, of its part of indices) and the guard that raises for the first of all;
@@ -113,9 +124,7 @@ def tasks(
     data, axis, size = request.data, request.axis, request.axis_size
     graph: dict[Any, Any] = {}
     routed = data.numblocks[axis] > 1
-    guard = f"{name}-guard" if routed else None
-    if clone is not None and not routed:
-        guard = _guard(graph, name, clone, axis, size)
+    guard = _guard_of(graph, name, clone, routed, (axis, size))
     found: list[Any] = []
     indices, updates = arrays
     columns = lined_up.columns
@@ -175,9 +184,7 @@ def gather_tasks(
     data, axis, size = request.data, request.axis, request.axis_size
     graph: dict[Any, Any] = {}
     routed = data.numblocks[axis] > 1
-    guard = f"{name}-guard" if routed else None
-    if clone is not None and not routed:
-        guard = _guard(graph, name, clone, axis, size)
+    guard = _guard_of(graph, name, clone, routed, (axis, size))
     found: list[Any] = []
     columns = (range(n) if d != axis else [0] for d, n in enumerate(indices.numblocks))
     for column in itertools.product(*columns):

@@ -208,7 +208,7 @@ def scattered(
         args = (block, guard, lane, axis, request.reduction, *merged)
         return (name, *layout.at(lane)), (_route.applied, *args)
 
-    ends = (len(layout.runs), request.data.numblocks[request.axis], layout)
+    ends = (len(layout.runs), request.data.numblocks[axis], layout)
     butterfly(graph, name, lanes, ends, applied)
     return found
 
