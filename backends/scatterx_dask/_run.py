@@ -63,8 +63,10 @@ def _on_a_cluster() -> bool:
 
 
 def _strings_checked(array: Any, role: str) -> Any:
-    """An object array with each block checked for str only at its place in the whole."""
-    if array.dtype.kind != "O":
+    """An array of strings (object, or StringDType with a missing value) with each block
+    checked for str only at its place in the whole: the in-memory call would tell a
+    position in the block, and a gather reads no block that no index aims at."""
+    if array.dtype.kind != "O" and not hasattr(array.dtype, "na_object"):
         return array
     return array.map_blocks(_tasks.strings_checked, role, dtype=array.dtype, meta=array._meta)
 
