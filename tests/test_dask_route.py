@@ -143,6 +143,23 @@ def test_a_bad_string_is_told_at_its_place_in_the_whole_array(operation: str) ->
         call.compute()
 
 
+@pytest.mark.parametrize("read", [True, False], ids=["read", "not-read"])
+def test_a_missing_string_is_told_at_its_place_whether_read_or_not(read: bool) -> None:
+    """StringDType's missing value, as the numpy backend tells it: at its position in the
+    whole data, also in a block of data that no index reads."""
+    kind = np.dtypes.StringDType(na_object=None)
+    data = np.array([["a"] * 9] * 5, kind)
+    data[3, 7] = None
+    indices = np.full((4, 13), 7 if read else 0)
+    told = r"data holds the missing value None .* at position \(3, 7\)"
+    with pytest.raises(TypeError, match=told):
+        scatterx.gather_elements(data, indices, axis=1, backend="numpy")
+    lazy = da.from_array(data, chunks=(2, 3))
+    call = scatterx.gather_elements(lazy, da.from_array(indices, chunks=(2, 4)), axis=1)
+    with pytest.raises(TypeError, match=told):
+        call.compute()
+
+
 @pytest.mark.parametrize(
     ("chunks", "dtype"),
     [
@@ -285,3 +302,23 @@ def test_on_a_cluster_only_large_lanes_travel_as_shares(monkeypatch: pytest.Monk
     # blocks of small / 128 updates: runs of 32 blocks (the most a split reads), small / 4
     assert _shares(monkeypatch, (64, 64 * small // 128), 64) == 0
     assert _shares(monkeypatch, (2000, 2000), 2000) == 0  # the issue's chunks of 1
+
+
+@pytest.mark.parametrize("operation", ["scatter", "gather"])
+def test_runs_and_shares_count_the_indices_not_datas_width(
+    monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """Indices one column wide against data 64 wide: a split of all 4,096 of them, whose
+    lanes are small enough to travel whole on a cluster (no shares)."""
+    from scatterx_dask import _run
+
+    monkeypatch.setattr(_run, "_on_a_cluster", lambda: True)
+    data = da.zeros((1000, 64), chunks=(250, 64))
+    indices = da.zeros((4096, 1), dtype=np.int64, chunks=(1024, 1))
+    if operation == "scatter":
+        result = scatterx.scatter_elements(data, indices, da.ones((4096, 1), chunks=(1024, 1)))
+    else:
+        result = scatterx.gather_elements(data, indices)
+    names = [str(key[0]) for key in result.__dask_graph__()]
+    assert sum(name.endswith("-split") for name in names) == 1
+    assert not any("-share-" in name for name in names)

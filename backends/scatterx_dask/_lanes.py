@@ -12,8 +12,9 @@ its blocks of the result are slices of it. Both read every block of indices once
 split, which also finds the run's first bad index for the bounds guard's tree.
 
 Tasks per column, for ``R`` blocks of indices along the axis and ``K`` of data: ``L``
-splits (about ``min(R, K)``, at least ``R / ROUTE_FAN_IN``), about ``max(L, K)`` per
-stage over ``ceil(log_F max(L, K))`` stages; twice that for a gather, and ``R`` slices:
+splits (about ``min(R, K)``, fewer where blocks are small: see :func:`runs`; at least ``R
+/ ROUTE_FAN_IN``), about ``max(L, K)`` per stage over ``ceil(log_F max(L, K))`` stages;
+for a gather, twice that, and a slice per block of the result where a run holds several:
 ``O((R + K) log(R + K))``, not ``R x K``.
 """
 
@@ -102,7 +103,8 @@ def column_of(
     origin = np.asarray(starts(data.chunks[axis]), dtype=np.int64)
     spans = (origin, request.axis_size, _width(data.chunks[axis]))
     shape = tuple(1 if d == axis else data.chunks[d][i] for d, i in enumerate(column))
-    across = math.prod(n for d, n in enumerate(shape) if d != axis)
+    # the indices of the column off the axis: data's blocks, cut where indices end
+    across = math.prod(indices.chunks[d][i] for d, i in enumerate(column) if d != axis)
     found = runs(indices.chunks[axis], data.numblocks[axis], across)
     shares = shares and sum(indices.chunks[axis]) * across >= SMALL_RUN * len(found)
     return Column((column[:axis], column[axis + 1 :]), found, spans, shape, shares)
