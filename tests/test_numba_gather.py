@@ -16,6 +16,7 @@ from scatterx_numba import (
     SMALL_CALL_UPDATES,
     _call,
     _gather,
+    _gather_launch,
     _launch,
     _layout,
     _plan,
@@ -298,7 +299,7 @@ def test_strided_data_is_read_where_it_lies(layout: str, key: str, in_place: boo
     data = _data_layouts(np.arange(24).astype(key).reshape(2, 3, 4))[layout]
     width = _plan.words(data.dtype)[1]
     call = _call.describe(normalise_gather(data, np.zeros((2, 1, 4), np.int64), 1))
-    source = _gather._source(data, 1, _launch.gather_launch_plan(call, 2).arrays.data)
+    source = _gather._source(data, 1, _gather_launch.gather_launch_plan(call, 2).arrays.data)
     assert source.shape == (2, 3, 4 * width)
     assert np.shares_memory(source, data) == in_place
     assert not source.flags.writeable

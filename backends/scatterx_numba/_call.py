@@ -8,6 +8,7 @@ elements; a launch (:class:`Launch`) names its arrays as
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,6 +18,8 @@ from scatterx.backend import GatherRequest, Request, ScatterRequest
 from . import _layout, _plan
 
 Array = np.ndarray[Any, Any]
+#: Indices per task of the pass over the indices' range (``_passes.index_range``).
+BOUNDS_TASK_INDICES = 1 << 16
 
 #: How each dtype is stored in the kernels: bool as uint8 0/1, float16 and bfloat16 as
 #: their uint16 bits (their reductions decode to float32 and round back).
@@ -152,6 +155,20 @@ class Launch(NamedTuple):
     maker: str
     params: tuple[Any, ...]
     args: tuple[Any, ...]
+
+
+def bounds_tasks(n_indices: int, threads: int) -> int:
+    """Tasks of the pass over the indices' range."""
+    return max(1, min(4 * threads, n_indices // BOUNDS_TASK_INDICES))
+
+
+def bounds_launch(call: Call, threads: int) -> Launch:
+    """The pass over the indices (``_passes.index_range``) before a scatter or a gather
+    writes into the caller's ``out``."""
+    n = math.prod(call.index_shape)
+    return Launch(
+        "pass_kernel", ("index_range",), (Arg(call.index_dtype, (n,)), bounds_tasks(n, threads))
+    )
 
 
 def storage(family: str, dtype: np.dtype[Any], reduction: str) -> np.dtype[Any]:

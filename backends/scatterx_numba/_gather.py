@@ -1,4 +1,4 @@
-"""One gather on the numba backend: the plan of ``_launch`` executed, raw-bit views, the error."""
+"""One gather on the numba backend: ``_gather_launch``'s plan executed, raw-bit views, the error."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from scatterx.backend import GatherRequest
 
-from . import _call, _launch, _layout, _runtime
+from . import _call, _gather_launch, _layout, _runtime
 from ._run import (
     _destination,
     _input,
@@ -51,10 +51,10 @@ def gather_elements(request: GatherRequest) -> Array:
     index_dtype = call.index_dtype
     indices = _input(request.indices, index_dtype, index_dtype)
     threads = _runtime.num_threads()
-    plan = _launch.gather_launch_plan(call, threads)
+    plan = _gather_launch.gather_launch_plan(call, threads)
     idx = plan.arrays.idx.of(indices)
     if constant_rows((idx[0, 0], idx[-1, -1])):
-        plan = _launch.gather_launch_plan(call, threads, constant_rows=True)
+        plan = _gather_launch.gather_launch_plan(call, threads, constant_rows=True)
     if plan.bounds is not None:
         check_before_writing(indices, request)
     specs = plan.arrays

@@ -4,8 +4,8 @@
 numba import) into a scatter's plan: the strategy, whether the kernel's tasks copy data
 (fused copy), what copies it into a new output first otherwise, whether a pass checks
 the bounds first, the scratch array, and the kernel's arguments;
-:func:`gather_launch_plan` likewise for a gather. ``_run`` and ``_gather`` execute these
-plans, taking every decision from them, and ``_background`` compiles each of
+``_gather_launch.gather_launch_plan`` likewise for a gather. ``_run`` and ``_gather``
+execute these plans, taking every decision from them, and ``_background`` compiles each of
 :func:`launches` for stand-ins of the arguments it names (``_call.Arg``): equal kinds
 (``_runtime.kinds``), one compiled signature.
 """
@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _call, _plan
+from . import _call, _gather_launch, _plan
 from ._call import Arg, Call, Launch
 
 _INT64 = np.dtype(np.int64)
@@ -30,8 +30,6 @@ _BYTES = np.dtype(np.uint8)
 PARALLEL_COPY_BYTES = 1 << 22
 #: Tasks per thread of a launch of one-column units (``LaunchPlan.n_tasks``).
 COLUMN_LAUNCH_TASKS_PER_THREAD = 4
-#: Indices per task of the pass over the indices' range (``_passes.index_range``).
-BOUNDS_TASK_INDICES = 1 << 16
 
 
 class KernelParams(NamedTuple):
@@ -70,19 +68,6 @@ class Scratch(NamedTuple):
     arg: Arg
     fill: Any = None
     placeholder: bool = False
-
-
-def bounds_tasks(n_indices: int, threads: int) -> int:
-    """Tasks of the pass over the indices' range."""
-    return max(1, min(4 * threads, n_indices // BOUNDS_TASK_INDICES))
-
-
-def _bounds_launch(call: Call, threads: int) -> Launch:
-    """The pass over the indices before a call writes into the caller's ``out``."""
-    n = math.prod(call.index_shape)
-    return Launch(
-        "pass_kernel", ("index_range",), (Arg(call.index_dtype, (n,)), bounds_tasks(n, threads))
-    )
 
 
 def copy_tasks(threads: int) -> int:
@@ -224,7 +209,7 @@ class LaunchPlan:
     @property
     def launches(self) -> tuple[Launch, ...]:
         """This plan's launches, in order (not its fallback's)."""
-        found = [_bounds_launch(self.call, self.threads)] if self.bounds_first else []
+        found = [_call.bounds_launch(self.call, self.threads)] if self.bounds_first else []
         if self.copy_first is Copy.PASS:
             found.append(_copy_launch(self.call, self.threads))
         args = (self.arrays, self.scratch.arg, self.params, self.n_tasks)
@@ -359,66 +344,6 @@ def _scatter_plan(
     )
 
 
-# ---- gather -----------------------------------------------------------------------------
-
-
-class GatherArgs(NamedTuple):
-    """The arrays of a gather kernel, as arguments."""
-
-    out: Arg
-    data: Arg  # strided where the gather reads data where it lies
-    idx: Arg
-    outer_map: Arg
-    inner_map: Arg
-
-
-@dataclass(frozen=True)
-class GatherLaunchPlan:
-    """What one gather launches: ``_gather`` executes it."""
-
-    bounds: Launch | None  # the pass over the indices before writing into ``out``
-    word: np.dtype[Any]  # the unsigned dtype elements move as (``_plan.words``)
-    width: int  # words per element
-    arrays: GatherArgs
-    params: _plan.GatherParams
-    n_tasks: int
-
-    @property
-    def launches(self) -> tuple[Launch, ...]:
-        args = (self.arrays, self.params, self.n_tasks)
-        kernel = Launch("gather_kernel", (self.width,), args)
-        return (kernel,) if self.bounds is None else (self.bounds, kernel)
-
-
-@lru_cache(maxsize=512)
-def gather_launch_plan(call: Call, threads: int, constant_rows: bool = False) -> GatherLaunchPlan:
-    """What the gather ``call`` launches on ``threads``, its index rows constant or not."""
-    word, width = _plan.words(call.dtype)
-    outer, rows, inner = _plan.split(call.index_shape, call.axis)
-    data_outer, size, data_inner = _plan.split(call.shape, call.axis)
-    if call.source_flags is None:
-        source = Arg(word, (data_outer, size, data_inner * width))
-    else:
-        source = Arg(word, (data_outer, size, data_inner), flags=call.source_flags)
-    arrays = GatherArgs(
-        Arg(word, (outer, rows, inner * width), writeable=True),
-        source,
-        Arg(call.index_dtype, (outer, rows, inner)),
-        Arg(_INT64, (outer,)),
-        Arg(_INT64, (inner,)),
-    )
-    params, n_tasks = _plan.gather_plan(
-        call.shape,
-        call.index_shape,
-        call.axis,
-        call.dtype.itemsize,
-        threads,
-        constant_rows=constant_rows,
-    )
-    bounds = _bounds_launch(call, threads) if call.into_out else None
-    return GatherLaunchPlan(bounds, word, width, arrays, params, n_tasks)
-
-
 def launches(call: Call, threads: int) -> tuple[Launch, ...]:
     """Every launch ``call`` may make on ``threads``, each once: for a scatter whose shapes
     leave whole rows open, those of both plans (only the index values tell which runs),
@@ -426,7 +351,7 @@ def launches(call: Call, threads: int) -> tuple[Launch, ...]:
     if not math.prod(call.index_shape):
         return ()
     if call.reduction is None:
-        return gather_launch_plan(call, threads).launches
+        return _gather_launch.gather_launch_plan(call, threads).launches
     plans = [launch_plan(call, threads)]
     if plans[0].rows_open:
         plans.append(launch_plan(call, threads, constant_rows=True))
@@ -443,4 +368,4 @@ def cache_clear() -> None:
     """Forget the plans made so far: they read ``_plan``'s constants once per kind of call,
     so a change of those (a test's) takes effect only after this."""
     launch_plan.cache_clear()
-    gather_launch_plan.cache_clear()
+    _gather_launch.gather_launch_plan.cache_clear()

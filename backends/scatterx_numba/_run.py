@@ -176,7 +176,7 @@ def check_before_writing(idx: Array, request: Request) -> None:
     """Raise the contract's IndexError for the first bad index of ``idx`` (``indices`` in C
     order, contiguous) before anything is written: one parallel pass over the indices."""
     flat = idx.reshape(-1)
-    n_tasks = _launch.bounds_tasks(flat.size, _runtime.num_threads())
+    n_tasks = _call.bounds_tasks(flat.size, _runtime.num_threads())
     found = _runtime.launch(_runtime.pass_kernel("index_range"), flat, n_tasks)
     size = request.axis_size
     if int(found[:, 0].min()) < -size or int(found[:, 1].max()) >= size:
