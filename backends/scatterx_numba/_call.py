@@ -3,7 +3,10 @@
 :func:`describe` reads the shapes, dtypes, axis, reduction and the layouts of data and
 ``out`` into a hashable :class:`Call`; :func:`storage` says how the kernels keep its
 elements; a launch (:class:`Launch`) names its arrays as
-:class:`Arg`: what their kinds (``_runtime.kinds``) depend on. No numba import.
+:class:`Arg`: what their kinds (``_runtime.kinds``) depend on. :func:`bounds_launch` is
+the pass over the indices that a scatter's plan (``_launch``) and a gather's
+(``_gather_launch``) start with where they write into the caller's ``out``. No numba
+import.
 """
 
 from __future__ import annotations
