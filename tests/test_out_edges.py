@@ -90,3 +90,45 @@ def test_an_inference_tensor_as_out_is_written_in_inference_mode_only() -> None:
     with torch.inference_mode():
         scatterx.scatter_elements(*args, out=out)
     assert out.tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
+def _saved_then_written(write: object) -> None:
+    """A tensor autograd saved for backward, then written in place by ``write``."""
+    x, w = torch.randn(3, 4), torch.randn(3, 4, requires_grad=True)
+    y = (x * w).sum()  # saves x for w's gradient
+    write(x)  # type: ignore[operator]
+    y.backward()
+
+
+def test_a_write_into_out_is_seen_by_autograd_as_torchs_own_in_place_ops_are() -> None:
+    """Contract section 7: in place as ``Tensor.scatter_`` does, so autograd refuses the
+    backward that needs the overwritten values instead of using them silently."""
+    index, ones = torch.tensor([[0, 1, 2, 0]]), torch.ones(1, 4)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _saved_then_written(lambda x: x.scatter_add_(0, index, ones))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        _saved_then_written(
+            lambda x: scatterx.scatter_elements(x, index, ones, reduction="add", out=x)
+        )
+
+
+@pytest.mark.parametrize("call", ["scatter out", "scatter in place", "gather out"])
+def test_each_write_into_out_bumps_its_version_and_an_error_does_not(call: str) -> None:
+    data, out = torch.zeros(3, 4), torch.zeros(3, 4)
+    index, bad = torch.tensor([[0, 1, 2, 0]]), torch.tensor([[0, 1, 2, 3]])
+
+    def write(indices: object) -> None:
+        if call == "gather out":
+            scatterx.gather_elements(data, indices, out=out[:1])
+        else:
+            target = data if call == "scatter in place" else out
+            scatterx.scatter_elements(data, indices, torch.ones(1, 4), out=target)
+
+    written = data if call == "scatter in place" else out
+    before = written._version
+    write(index)
+    assert written._version > before
+    before = written._version
+    with pytest.raises(IndexError):
+        write(bad)
+    assert written._version == before

@@ -84,6 +84,10 @@ class Library:
         """Raise for an ``out`` of this library that cannot take the result (none, by
         default); the checks every library shares are :mod:`scatterx._validate_out`'s."""
 
+    def wrote(self, out: Array) -> None:
+        """Tell the library that a call wrote into ``out`` behind its back (through a view
+        of its memory): nothing to tell, by default."""
+
     def records(self, request: Request) -> bool:
         """Whether autograd records ``request`` (an array that requires grad): no, but torch."""
         return False

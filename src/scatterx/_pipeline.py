@@ -183,8 +183,12 @@ def _dispatch(request: Request, adopted: Adopted, choice: Configured, out: Any, 
     if request.device is TRACED:
         return _jax.traced(request, Calls(choice), _host(request))
     if adopted.records(request):
-        return _torch_grad.recorded(request, out, Runner(choice, out, like))
-    return run(request, choice, adopted.carried, out, like)
+        result = _torch_grad.recorded(request, out, Runner(choice, out, like))
+    else:
+        result = run(request, choice, adopted.carried, out, like)
+    if out is not None and adopted.library is not None:
+        adopted.library.wrote(out)  # written, and no error raised
+    return result
 
 
 def run(request: Request, choice: Configured, carried: Carried | None, out: Any, like: Any) -> Any:

@@ -91,6 +91,13 @@ class Torch(Library):
             )
             raise ValueError(msg)
 
+    def wrote(self, out: Array) -> None:
+        """Bump ``out``'s version counter, as torch's own in-place operations do: autograd
+        then refuses a backward that needs the values it held before (contract section 7:
+        in place as ``Tensor.scatter_`` does). The write went through a view of its memory,
+        which torch does not see."""
+        _torch().autograd.graph.increment_version(out)
+
     def refuse(self, *arrays: Array) -> None:
         strided = self._strided
         if all(array.layout is strided for array in arrays):
