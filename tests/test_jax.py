@@ -153,3 +153,41 @@ def test_eager_bounds_error_is_the_contracts() -> None:
 def test_mixing_jax_and_numpy_is_refused() -> None:
     with pytest.raises(TypeError, match="one array library"):
         scatterx.scatter_elements(jnp.zeros(3), np.array([1]), jnp.ones(1))
+
+
+_SHARDED = """
+import numpy as np, jax, jax.numpy as jnp, scatterx
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+jax.config.update("jax_enable_x64", True)
+mesh = Mesh(np.array(jax.devices()), ("x",))
+rng = np.random.default_rng(0)
+D = rng.random((6, 4), dtype=np.float32)
+I, U = rng.integers(-6, 6, (5, 4)), rng.random((5, 4), dtype=np.float32)
+for spec in (P(), P(None, "x")):
+    d, i, u = (jax.device_put(jnp.asarray(a), NamedSharding(mesh, spec)) for a in (D, I, U))
+    assert len(d.devices()) == 2
+    for red in ("none", "add", "max"):
+        got = scatterx.scatter_elements(d, i, u, axis=0, reduction=red)
+        want = scatterx.scatter_elements(D, I, U, axis=0, reduction=red, backend="numpy")
+        assert isinstance(got, jax.Array) and np.asarray(got).tobytes() == want.tobytes()
+    got = scatterx.gather_elements(d, i, axis=0)
+    assert np.asarray(got).tobytes() == scatterx.gather_elements(D, I, axis=0).tobytes()
+    scatterx.explain(d, i, u, axis=0)
+    bad = jax.device_put(jnp.asarray(np.where(I == 3, 6, I)), NamedSharding(mesh, spec))
+    try:
+        np.asarray(scatterx.scatter_elements(d, bad, u, axis=0))
+    except Exception as exc:  # XLA's error, as under jax.jit (contract section 6)
+        assert "index 6 at position" in str(exc), exc
+    else:
+        raise AssertionError("no error for an index out of bounds")
+print("ok")
+"""
+
+
+def test_arrays_over_several_devices_run_as_the_traced_call() -> None:
+    """An array sharded over two (host) devices has a sharding, not a device: it runs
+    the way ``jax.jit`` runs it, where an AttributeError came before."""
+    from _subprocess import run_python
+
+    flags = "--xla_force_host_platform_device_count=2"
+    assert run_python(_SHARDED, env={"XLA_FLAGS": flags}).strip() == "ok"

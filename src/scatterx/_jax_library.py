@@ -15,9 +15,13 @@ class Jax(Library):
     """JAX arrays: see the module docstring. Tracers have no device: they are TRACED."""
 
     def devices(self, *arrays: Array) -> tuple[Any, ...]:
-        if any(_is_tracer(a) for a in arrays):
-            return (TRACED,) * len(arrays)  # concrete arrays join the trace as constants
-        return tuple(a.device for a in arrays)
+        found = tuple(a.device for a in arrays if not _is_tracer(a))
+        if len(found) < len(arrays) or any(_is_sharding(device) for device in found):
+            # Tracers, or an array over several devices (its ``device`` is its sharding):
+            # the call runs as JAX's traced one, which XLA runs on such arrays as they lie
+            # (concrete arrays join a trace as constants).
+            return (TRACED,) * len(arrays)
+        return found
 
     def memory(self, array: Array) -> str | None:
         platform = array.device.platform
@@ -39,3 +43,10 @@ def _is_tracer(array: Array) -> bool:
     import jax
 
     return isinstance(array, jax.core.Tracer)
+
+
+def _is_sharding(device: Any) -> bool:
+    """Whether ``device`` (an array's ``device``) is a sharding over several devices."""
+    import jax
+
+    return isinstance(device, jax.sharding.Sharding)
