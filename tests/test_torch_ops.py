@@ -319,6 +319,33 @@ def test_forward_mode_names_the_transform_and_the_way_out() -> None:
         torch.func.jvp(scatter, (data,), (torch.ones_like(data),))
 
 
+def _dual_call(call: str, data: Any, indices: Any, dual: Any) -> None:
+    if call == "gather":
+        scatterx.gather_elements(dual, indices)
+    elif call == "scatter":
+        scatterx.scatter_elements(data, indices, dual, reduction="add")
+    else:
+        with torch.no_grad():
+            scatterx.scatter_elements(data, indices, dual, out=torch.zeros_like(data))
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("call", ["scatter", "gather", "scatter out"])
+def test_dual_tensors_of_forward_ad_are_refused_not_stripped(
+    call: str, requires_grad: bool
+) -> None:
+    """A tangent was dropped silently: the dual tensor's NumPy view has none."""
+    import torch.autograd.forward_ad as fwad
+
+    data, indices, updates = _call()
+    updates.requires_grad_(requires_grad)
+    with fwad.dual_level():
+        dual = fwad.make_dual(updates, torch.ones_like(updates))
+        scatterx.scatter_elements(data, indices, updates)  # no tangent anywhere: it runs
+        with pytest.raises(NotImplementedError, match=r"forward-mode.*forward_ad.*jacrev"):
+            _dual_call(call, data, indices, dual)
+
+
 @pytest.mark.parametrize("first", ["torch", "scatterx"])
 def test_a_compiled_call_can_be_the_first_call_whatever_the_import_order(first: str) -> None:
     from _subprocess import run_python

@@ -37,7 +37,10 @@ class Torch(Library):
     def early(arrays: Arrays) -> Arrays | None:
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
         a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
-        dtype the contract refuses, so that the error names the tensor's dtype)."""
+        dtype the contract refuses, so that the error names the tensor's dtype; any tensor
+        while forward-mode AD is on, which :meth:`traced` looks at)."""
+        if _torch_ops.forward_mode_on():
+            return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed
                 views = arrays[0].numpy(), arrays[1].numpy(), arrays[2].numpy()

@@ -192,13 +192,16 @@ def _function(
     return type(name, (torch.autograd.Function,), members)
 
 
+#: The error of every forward-mode derivative of a scatterx call.
+NO_FORWARD_MODE = (
+    "scatterx has no forward-mode derivative (torch.func.jvp, jacfwd, hessian, "
+    "torch.autograd.forward_ad): use reverse mode, torch.func.jacrev, or "
+    "jacrev(jacrev(f)) for a second derivative"
+)
+
+
 def _refuse_forward_mode(ctx: Any, *tangents: Any) -> Any:
-    msg = (
-        "scatterx has no forward-mode derivative (torch.func.jvp, jacfwd, hessian, "
-        "torch.autograd.forward_ad): use reverse mode, torch.func.jacrev, or "
-        "jacrev(jacrev(f)) for a second derivative"
-    )
-    raise NotImplementedError(msg)
+    raise NotImplementedError(NO_FORWARD_MODE)
 
 
 class _Marked:

@@ -92,15 +92,35 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         return spec
 
 
+def forward_mode_on() -> bool:
+    """Whether a level of ``torch.autograd.forward_ad`` is open (``dual_level``): then a
+    tensor may carry a tangent that its NumPy view would drop. torch has no public
+    question for it; a torch without the level's name is taken as having one open."""
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    return forward_ad is not None and getattr(forward_ad, "_current_level", 0) >= 0
+
+
+def refuse_tangents(arrays: Sequence[Tensor]) -> None:
+    """Raise the contract's error for a forward-mode derivative where one of ``arrays``
+    carries a tangent (a dual tensor of ``torch.autograd.forward_ad``)."""
+    torch = sys.modules["torch"]
+    unpack = torch.autograd.forward_ad.unpack_dual
+    if any(isinstance(a, torch.Tensor) and unpack(a).tangent is not None for a in arrays):
+        raise NotImplementedError(rules.NO_FORWARD_MODE)
+
+
 def traced(arrays: Sequence[Tensor]) -> bool:
     """Whether torch traces a call of these tensors, so that it must go through an operator.
 
     Asked off the small call's path only (where a CPU tensor's ``.numpy()`` failed): fake
     and functional tensors (``torch.export``), an active ``torch.func`` transform, a
-    dispatch mode. torch has no public question for the last two.
+    dispatch mode. torch has no public question for the last two. Dual tensors of
+    ``torch.autograd.forward_ad`` are refused here (:func:`refuse_tangents`).
     """
     if getattr(_inside, "running", False):
         return False
+    if forward_mode_on():
+        refuse_tangents(arrays)
     torch = sys.modules["torch"]
     if torch.compiler.is_compiling() or torch.compiler.is_exporting():
         return True
