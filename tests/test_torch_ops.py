@@ -253,6 +253,25 @@ def test_nested_vmap_and_vmap_of_grad_equal_loops() -> None:
     assert torch.equal(got, torch.stack(expected))
 
 
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_vmap_of_jacrev_equals_a_loop(reduction: str, axis: int) -> None:
+    """mul's gradient moved an axis with torch's moveaxis, which vmap had no rule for."""
+    indices = torch.tensor([[0, 1, 2, 0], [2, 0, 1, 1]])
+    if axis != 0:
+        indices = torch.tensor([[0, 3], [1, 1], [2, 0]])
+
+    def scatter(u: Any) -> Any:
+        data = torch.full((3, 4), 1.5, dtype=torch.float64)
+        return scatterx.scatter_elements(data, indices, u, axis=axis, reduction=reduction)
+
+    batch = torch.randn(
+        2, *indices.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    got = torch.func.vmap(torch.func.jacrev(scatter))(batch)
+    assert torch.equal(got, torch.stack([torch.func.jacrev(scatter)(u) for u in batch]))
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_double_backward_through_the_op(reduction: str) -> None:
     data, indices, updates = _call(grad=True)

@@ -202,12 +202,17 @@ def _exclusive(xp: Any, inclusive: Array, runs: Array) -> Array:
 
 
 def _front(xp: Any, array: Array, axis: int) -> Array:
-    """``array`` with ``axis`` first."""
-    return xp.moveaxis(array, axis, 0)
+    """``array`` with ``axis`` first. As ``permute_dims``: torch's ``moveaxis`` has no
+    batching rule where ``torch.func.vmap`` batches ``jacrev``'s gradient."""
+    axis %= array.ndim
+    others = [d for d in range(array.ndim) if d != axis]
+    return xp.permute_dims(array, (axis, *others))
 
 
 def _back(xp: Any, array: Array, axis: int) -> Array:
-    return xp.moveaxis(array, 0, axis)
+    """``array`` with its first axis moved back to ``axis`` (undoes :func:`_front`)."""
+    axis %= array.ndim
+    return xp.permute_dims(array, (*range(1, axis + 1), 0, *range(axis + 1, array.ndim)))
 
 
 def _conj(rules: Rules, array: Array) -> Array:
