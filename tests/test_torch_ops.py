@@ -272,6 +272,24 @@ def test_vmap_of_jacrev_equals_a_loop(reduction: str, axis: int) -> None:
     assert torch.equal(got, torch.stack([torch.func.jacrev(scatter)(u) for u in batch]))
 
 
+@pytest.mark.parametrize("reduction", [*REDUCTIONS, "gather"])
+def test_vectorized_jacobians_equal_the_loop_of_rows(reduction: str) -> None:
+    """torch.autograd.functional.jacobian(vectorize=True) batches the gradients with
+    torch's older vmap (``is_grads_batched``); the backward's calls went to DLPack and
+    failed, blaming it."""
+    indices = torch.tensor([[0, 1, 2, 0], [2, 0, 1, 1]])
+    ones = torch.ones(3, 4, dtype=torch.float64)
+
+    def call(values: Any) -> Any:
+        if reduction == "gather":
+            return scatterx.gather_elements(values, indices)
+        return scatterx.scatter_elements(ones * 1.5, indices, values, reduction=reduction)
+
+    values = torch.randn(*(ones if reduction == "gather" else indices).shape, dtype=ones.dtype)
+    jacobian = torch.autograd.functional.jacobian
+    assert torch.equal(jacobian(call, values, vectorize=True), jacobian(call, values))
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_double_backward_through_the_op(reduction: str) -> None:
     data, indices, updates = _call(grad=True)

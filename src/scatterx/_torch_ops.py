@@ -114,8 +114,9 @@ def traced(arrays: Sequence[Tensor]) -> bool:
 
     Asked off the small call's path only (where a CPU tensor's ``.numpy()`` failed): fake
     and functional tensors (``torch.export``), an active ``torch.func`` transform, a
-    dispatch mode. torch has no public question for the last two. Dual tensors of
-    ``torch.autograd.forward_ad`` are refused here (:func:`refuse_tangents`).
+    dispatch mode, the batched gradients of ``is_grads_batched``. torch has no public
+    question for the last three. Dual tensors of ``torch.autograd.forward_ad`` are
+    refused here (:func:`refuse_tangents`).
     """
     if getattr(_inside, "running", False):
         return False
@@ -127,7 +128,12 @@ def traced(arrays: Sequence[Tensor]) -> bool:
     if any(isinstance(a, _tracing_types()) for a in arrays):
         return True
     functorch = torch._C._functorch
-    return functorch.maybe_current_level() is not None or torch._C._len_torch_dispatch_stack() > 0
+    if functorch.maybe_current_level() is not None or torch._C._len_torch_dispatch_stack() > 0:
+        return True
+    # The batched gradients of torch.autograd.grad(is_grads_batched=True) (jacobian and
+    # hessian with vectorize=True): torch's older vmap, which runs the operators too.
+    legacy = getattr(functorch, "is_legacy_batchedtensor", None)
+    return legacy is not None and any(isinstance(a, torch.Tensor) and legacy(a) for a in arrays)
 
 
 @cache
