@@ -290,6 +290,40 @@ def test_vectorized_jacobians_equal_the_loop_of_rows(reduction: str) -> None:
     assert torch.equal(jacobian(call, values, vectorize=True), jacobian(call, values))
 
 
+_BAD_ARGUMENTS = {
+    "axis True": (TypeError, "axis must be an int, got bool", {"axis": True}),
+    "axis 1.0": (TypeError, "axis must be an int, got float", {"axis": 1.0}),
+    "reduction None": (ValueError, "reduction must be one of", {"reduction": None}),
+    "NumPy indices": (TypeError, "must come from one array library", {"indices": "numpy"}),
+    "list indices": (TypeError, "must come from one array library", {"indices": "list"}),
+}
+
+
+@pytest.mark.parametrize("how", ["compile", "grad", "vmap"])
+@pytest.mark.parametrize("bad", list(_BAD_ARGUMENTS))
+def test_transforms_raise_the_eager_calls_errors(bad: str, how: str) -> None:
+    """The operators' schema took True as 1 and a NumPy array beside tensors, and made
+    its own errors of the rest; the transforms now check as the eager call does."""
+    error, match, change = _BAD_ARGUMENTS[bad]
+    data, indices, updates = _call()
+    kwargs = {k: v for k, v in change.items() if k != "indices"}
+    if change.get("indices") == "numpy":
+        indices = indices.numpy()
+    elif change.get("indices") == "list":
+        indices = indices.tolist()
+
+    def scatter(u: Any) -> Any:
+        return scatterx.scatter_elements(data, indices, u, **kwargs).sum()
+
+    transformed = {
+        "compile": torch.compile(scatter, backend="aot_eager"),  # a graph break: eager raises
+        "grad": torch.func.grad(scatter),
+        "vmap": torch.func.vmap(scatter),
+    }[how]
+    with pytest.raises(error, match=match):
+        transformed(updates[None] if how == "vmap" else updates)
+
+
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_double_backward_through_the_op(reduction: str) -> None:
     data, indices, updates = _call(grad=True)

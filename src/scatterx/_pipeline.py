@@ -123,7 +123,7 @@ def scatter(
     if out is data and type(data) is np.ndarray:  # in place: as above, no library to find
         request = normalise(data, indices, updates, axis, reduction, out)
         return run(request, configured(backend), None, out, data)
-    if _torch_ops.compiling() or (out is not None and _traced(out, data, indices, updates)):
+    if _compiled(data) or (out is not None and _traced(out, data, indices, updates)):
         return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
     if out is None:
         arrays, library, carried = _adopted((data, indices, updates))
@@ -147,7 +147,7 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
     if out is None and type(data) is np.ndarray:
         request: Request = normalise_gather(data, indices, axis)
         return execute(decide(request, configured(backend)), data)
-    if _torch_ops.compiling() or (out is not None and _traced(out, data, indices)):
+    if _compiled(data) or (out is not None and _traced(out, data, indices)):
         return _torch_ops.gather(data, indices, axis, out, backend)
     if out is None:
         arrays, library, carried = _adopted((data, indices))
@@ -170,6 +170,12 @@ def _adopted_for_out(data: Any) -> Adopted:
     """An ``out=`` call's adoption: ``data``'s library, the caller's arrays as they are (the
     request holds them; none is carried early)."""
     return Adopted(((), library_of(type(data)), None))
+
+
+def _compiled(data: Any) -> bool:
+    """Whether ``torch.compile`` traces a call of tensors (its operators take it; a call of
+    other arrays inside a compiled function runs as it does eagerly)."""
+    return _torch_ops.compiling() and _torch_ops.is_tensor(data)
 
 
 def _traced(out: Any, *arrays: Any) -> bool:

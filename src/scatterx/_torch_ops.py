@@ -24,6 +24,7 @@ from typing import Any
 
 from . import _torch_op_rules as rules
 from ._config import Configured
+from ._rules import check_axis_type, check_reduction, check_same_library
 from ._torch_op_rules import Operators
 
 Tensor = Any
@@ -92,6 +93,11 @@ class _TorchWatcher(importlib.abc.MetaPathFinder):
         return spec
 
 
+def is_tensor(array: Any) -> bool:
+    """Whether ``array`` is a torch tensor (torch imported: asked while it compiles)."""
+    return isinstance(array, sys.modules["torch"].Tensor)
+
+
 def forward_mode_on() -> bool:
     """Whether a level of ``torch.autograd.forward_ad`` is open (``dual_level``): then a
     tensor may carry a tangent that its NumPy view would drop. torch has no public
@@ -154,6 +160,8 @@ def scatter(
     backend: Any,
 ) -> Tensor:
     """:func:`scatterx.scatter_elements` of tensors, through the operators."""
+    axis = _checked(dict(data=data, indices=indices, updates=updates, out=out), axis)
+    check_reduction(reduction)
     ops, name = operators(), _backend_name(backend)
     if out is None:
         if _transformed():
@@ -166,6 +174,7 @@ def scatter(
 
 def gather(data: Tensor, indices: Tensor, axis: Any, out: Any, backend: Any) -> Tensor:
     """:func:`scatterx.gather_elements` of tensors, through the operators."""
+    axis = _checked(dict(data=data, indices=indices, out=out), axis)
     ops, name = operators(), _backend_name(backend)
     if out is None:
         if _transformed():
@@ -174,6 +183,18 @@ def gather(data: Tensor, indices: Tensor, axis: Any, out: Any, backend: Any) -> 
     _refuse_recorded_out(data, data)
     ops.gather_out(data, indices, axis, name, out)
     return out
+
+
+def _checked(roles: dict[str, Any], axis: Any) -> Any:
+    """``axis`` as the operators take it, once the arguments pass the eager call's checks
+    that the operators' schema would make otherwise (a NumPy integer refused, True taken
+    as 1, schema errors), or not at all (a NumPy array beside tensors): the same errors
+    under ``torch.compile``, ``torch.export`` and ``torch.func`` as eagerly."""
+    torch = sys.modules["torch"]
+    arrays = {role: array for role, array in roles.items() if array is not None}
+    if not all(isinstance(array, torch.Tensor) for array in arrays.values()):
+        check_same_library(arrays)  # raises the eager call's TypeError
+    return axis if isinstance(axis, torch.SymInt) else check_axis_type(axis)
 
 
 def _transformed() -> bool:
