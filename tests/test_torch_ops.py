@@ -290,6 +290,23 @@ def test_vectorized_jacobians_equal_the_loop_of_rows(reduction: str) -> None:
     assert torch.equal(jacobian(call, values, vectorize=True), jacobian(call, values))
 
 
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+@pytest.mark.parametrize("call", ["scatter", "gather"])
+def test_jit_trace_records_the_operator_not_the_result(call: str) -> None:
+    """torch.jit.trace recorded the first result as a constant: the traced function gave
+    it again for other inputs."""
+    indices = torch.tensor([[0, 1, 2, 0]])
+
+    def f(data: Any, updates: Any) -> Any:
+        if call == "gather":
+            return scatterx.gather_elements(data + updates.sum(), indices)
+        return scatterx.scatter_elements(data, indices, updates, reduction="add")
+
+    traced = torch.jit.trace(f, (torch.zeros(3, 4), torch.ones(1, 4)))
+    data, updates = torch.arange(12.0).reshape(3, 4), torch.full((1, 4), 2.0)
+    assert torch.equal(traced(data, updates), f(data, updates))
+
+
 _BAD_ARGUMENTS = {
     "axis True": (TypeError, "axis must be an int, got bool", {"axis": True}),
     "axis 1.0": (TypeError, "axis must be an int, got float", {"axis": 1.0}),

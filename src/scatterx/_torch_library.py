@@ -38,8 +38,8 @@ class Torch(Library):
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
         a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
         dtype the contract refuses, so that the error names the tensor's dtype; any tensor
-        while forward-mode AD is on, which :meth:`traced` looks at)."""
-        if _torch_ops.forward_mode_on():
+        under ``torch.jit.trace`` or forward-mode AD: ``_torch_ops.not_early``)."""
+        if _torch_ops.not_early():
             return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed

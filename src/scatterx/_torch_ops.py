@@ -64,13 +64,20 @@ def compiling() -> bool:
     return torch is not None and bool(torch.compiler.is_compiling())
 
 
+def jit_tracing() -> bool:
+    """Whether ``torch.jit.trace`` is tracing; torch's own question once :func:`_mark`
+    has seen torch (one call less on the small call's path)."""
+    return bool(sys.modules["torch"].jit.is_tracing())
+
+
 def _mark(torch: Any) -> None:
     """Have dynamo run :func:`_defining` rather than trace it (a registration cannot be
     traced), so that a compiled function's first call can define the operators; and make
-    :func:`compiling` torch's own question."""
-    global compiling
+    :func:`compiling` and :func:`jit_tracing` torch's own questions."""
+    global compiling, jit_tracing
     torch.compiler.assume_constant_result(_defining)
     compiling = torch.compiler.is_compiling
+    jit_tracing = torch.jit.is_tracing
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
@@ -98,6 +105,17 @@ def is_tensor(array: Any) -> bool:
     return isinstance(array, sys.modules["torch"].Tensor)
 
 
+def not_early() -> bool:
+    """Whether tensors must not be carried early to their NumPy views, which would hide
+    them: from ``torch.autograd.forward_ad`` (a tangent) or from ``torch.jit.trace`` (it
+    would record the result as a constant). :func:`traced` looks at them instead. On the
+    small call's path: :func:`forward_mode_on` inlined."""
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    if forward_ad is not None and getattr(forward_ad, "_current_level", 0) >= 0:
+        return True
+    return bool(jit_tracing())
+
+
 def forward_mode_on() -> bool:
     """Whether a level of ``torch.autograd.forward_ad`` is open (``dual_level``): then a
     tensor may carry a tangent that its NumPy view would drop. torch has no public
@@ -118,9 +136,10 @@ def refuse_tangents(arrays: Sequence[Tensor]) -> None:
 def traced(arrays: Sequence[Tensor]) -> bool:
     """Whether torch traces a call of these tensors, so that it must go through an operator.
 
-    Asked off the small call's path only (where a CPU tensor's ``.numpy()`` failed): fake
-    and functional tensors (``torch.export``), an active ``torch.func`` transform, a
-    dispatch mode, the batched gradients of ``is_grads_batched``. torch has no public
+    Asked off the small call's path only (where a CPU tensor's ``.numpy()`` failed, or
+    :func:`not_early`): fake and functional tensors (``torch.export``), ``torch.jit.trace``
+    (its graph records the operator), an active ``torch.func`` transform, a dispatch mode,
+    the batched gradients of ``is_grads_batched``. torch has no public
     question for the last three. Dual tensors of ``torch.autograd.forward_ad`` are
     refused here (:func:`refuse_tangents`).
     """
@@ -129,7 +148,7 @@ def traced(arrays: Sequence[Tensor]) -> bool:
     if forward_mode_on():
         refuse_tangents(arrays)
     torch = sys.modules["torch"]
-    if torch.compiler.is_compiling() or torch.compiler.is_exporting():
+    if torch.compiler.is_compiling() or torch.compiler.is_exporting() or torch.jit.is_tracing():
         return True
     if any(isinstance(a, _tracing_types()) for a in arrays):
         return True
