@@ -23,7 +23,7 @@ from ._plan import Carried, Decision, Plan, decide, decide_for_blocks, explain_p
 from ._registry import current
 from ._request import GatherRequest, Request, ScatterRequest
 from ._run import execute, execute_into
-from ._validate import normalise, normalise_gather
+from ._validate import for_operators, normalise, normalise_gather
 from ._validate_out import settled
 
 
@@ -124,7 +124,7 @@ def scatter(
         request = normalise(data, indices, updates, axis, reduction, out)
         return run(request, configured(backend), None, out, data)
     if _compiled(data) or (out is not None and _traced(out, data, indices, updates)):
-        return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
+        return _operators_scatter(data, indices, updates, axis, reduction, out, backend)
     if out is None:
         arrays, library, carried = _adopted((data, indices, updates))
         if carried is not None:  # CPU tensors' NumPy views: eager, the small call's way
@@ -133,7 +133,7 @@ def scatter(
             result = chosen.scatter_elements(request)
             return carried.route.library.back(result, data, request.dtype_key)
         if library is not None and library.traced(arrays):
-            return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
+            return _operators_scatter(data, indices, updates, axis, reduction, out, backend)
         request = normalise(arrays[0], arrays[1], arrays[2], axis, reduction)
         adopted = Adopted((arrays, library, None))
     else:
@@ -148,7 +148,7 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
         request: Request = normalise_gather(data, indices, axis)
         return execute(decide(request, configured(backend)), data)
     if _compiled(data) or (out is not None and _traced(out, data, indices)):
-        return _torch_ops.gather(data, indices, axis, out, backend)
+        return _operators_gather(data, indices, axis, out, backend)
     if out is None:
         arrays, library, carried = _adopted((data, indices))
         if carried is not None:
@@ -157,7 +157,7 @@ def gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
             result = chosen.gather_elements(request)
             return carried.route.library.back(result, data, request.dtype_key)
         if library is not None and library.traced(arrays):
-            return _torch_ops.gather(data, indices, axis, out, backend)
+            return _operators_gather(data, indices, axis, out, backend)
         request = normalise_gather(arrays[0], arrays[1], axis)
         adopted = Adopted((arrays, library, None))
     else:
@@ -170,6 +170,21 @@ def _adopted_for_out(data: Any) -> Adopted:
     """An ``out=`` call's adoption: ``data``'s library, the caller's arrays as they are (the
     request holds them; none is carried early)."""
     return Adopted(((), library_of(type(data)), None))
+
+
+def _operators_scatter(
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any, backend: Any
+) -> Any:
+    """The call through torch's operators, its arguments checked as eagerly."""
+    roles = {"data": data, "indices": indices, "updates": updates, "out": out}
+    axis = for_operators(roles, axis, reduction)
+    return _torch_ops.scatter(data, indices, updates, axis, reduction, out, backend)
+
+
+def _operators_gather(data: Any, indices: Any, axis: Any, out: Any, backend: Any) -> Any:
+    """The gather through torch's operators, its arguments checked as eagerly."""
+    axis = for_operators({"data": data, "indices": indices, "out": out}, axis)
+    return _torch_ops.gather(data, indices, axis, out, backend)
 
 
 def _compiled(data: Any) -> bool:

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from . import _libraries  # as a module: _libraries imports _torch_ops, which imports this
 from ._dtypes import (
     REDUCTIONS,
     check_index_dtype,
@@ -21,6 +20,7 @@ from ._dtypes import (
     why_reduction_undefined,
 )
 from ._interop import type_name
+from ._libraries import device_of, library_name
 
 Key = tuple[Any, ...]
 
@@ -80,7 +80,7 @@ def check_same_library(
 
     ``given``: what the caller passed, by role, where it was not an array (a list made a
     NumPy array): the error names its type, not NumPy's."""
-    if len({_libraries.library_name(a) for a in roles.values()}) > 1:
+    if len({library_name(a) for a in roles.values()}) > 1:
         passed = given or {}
         names = ", ".join(
             f"{role}: {type_name(type(passed.get(role, a)))}" for role, a in roles.items()
@@ -90,7 +90,7 @@ def check_same_library(
             f"got {names}. scatterx never moves arrays between libraries or devices"
         )
         raise TypeError(msg)
-    devices = tuple(_libraries.device_of(a) for a in roles.values())
+    devices = tuple(device_of(a) for a in roles.values())
     check_same_device(*devices)
     return devices
 

@@ -24,7 +24,6 @@ from typing import Any
 
 from . import _torch_op_rules as rules
 from ._config import Configured
-from ._rules import check_axis_type, check_reduction, check_same_library
 from ._torch_op_rules import Operators
 
 Tensor = Any
@@ -178,9 +177,8 @@ def scatter(
     out: Any,
     backend: Any,
 ) -> Tensor:
-    """:func:`scatterx.scatter_elements` of tensors, through the operators."""
-    axis = _checked(dict(data=data, indices=indices, updates=updates, out=out), axis)
-    check_reduction(reduction)
+    """:func:`scatterx.scatter_elements` of tensors, through the operators; ``axis`` and
+    ``reduction`` checked (``_validate.for_operators``)."""
     ops, name = operators(), _backend_name(backend)
     if out is None:
         if _transformed():
@@ -192,8 +190,8 @@ def scatter(
 
 
 def gather(data: Tensor, indices: Tensor, axis: Any, out: Any, backend: Any) -> Tensor:
-    """:func:`scatterx.gather_elements` of tensors, through the operators."""
-    axis = _checked(dict(data=data, indices=indices, out=out), axis)
+    """:func:`scatterx.gather_elements` of tensors, through the operators; ``axis``
+    checked (``_validate.for_operators``)."""
     ops, name = operators(), _backend_name(backend)
     if out is None:
         if _transformed():
@@ -202,18 +200,6 @@ def gather(data: Tensor, indices: Tensor, axis: Any, out: Any, backend: Any) -> 
     _refuse_recorded_out(data, data)
     ops.gather_out(data, indices, axis, name, out)
     return out
-
-
-def _checked(roles: dict[str, Any], axis: Any) -> Any:
-    """``axis`` as the operators take it, once the arguments pass the eager call's checks
-    that the operators' schema would make otherwise (a NumPy integer refused, True taken
-    as 1, schema errors), or not at all (a NumPy array beside tensors): the same errors
-    under ``torch.compile``, ``torch.export`` and ``torch.func`` as eagerly."""
-    torch = sys.modules["torch"]
-    arrays = {role: array for role, array in roles.items() if array is not None}
-    if not all(isinstance(array, torch.Tensor) for array in arrays.values()):
-        check_same_library(arrays)  # raises the eager call's TypeError
-    return axis if isinstance(axis, torch.SymInt) else check_axis_type(axis)
 
 
 def _transformed() -> bool:

@@ -10,6 +10,7 @@ metadata is the request's ``key``. The rules themselves are :mod:`scatterx._rule
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Hashable
 from functools import lru_cache
 from typing import Any, NamedTuple, cast
@@ -291,3 +292,18 @@ def _general(operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction
     key = hashable_or_none((operation.name, type(arrays[0]), checked_axis, reduction, *metadata))
     array_type = type_name(type(arrays[0]))
     return operation.make(arrays, checked_axis, reduction, array_type, dtype_key, device, key)
+
+
+def for_operators(roles: dict[str, Any], axis: Any, reduction: Any = "none") -> Any:
+    """``axis`` as torch's operators take it, once a call that goes to them (under
+    ``torch.compile``, ``torch.export``, ``torch.func``) passes the eager call's checks
+    that the operators' schema would make otherwise (a NumPy integer axis refused, True
+    taken as 1, errors of its own) or not at all (a NumPy array beside tensors): the same
+    errors as eagerly. ``roles``: the call's arrays, ``out`` None where not given; a
+    SymInt axis passes as it is."""
+    torch = sys.modules["torch"]
+    arrays = {role: array for role, array in roles.items() if array is not None}
+    if not all(isinstance(array, torch.Tensor) for array in arrays.values()):
+        check_same_library(arrays)  # raises the eager call's TypeError
+    check_reduction(reduction)
+    return axis if isinstance(axis, torch.SymInt) else check_axis_type(axis)
