@@ -138,16 +138,16 @@ def traced(arrays: Sequence[Tensor]) -> bool:
     Asked off the small call's path only (where a CPU tensor's ``.numpy()`` failed, or
     :func:`not_early`): fake and functional tensors (``torch.export``), ``torch.jit.trace``
     (its graph records the operator), an active ``torch.func`` transform, a dispatch mode,
-    the batched gradients of ``is_grads_batched``. torch has no public
-    question for the last three. Dual tensors of ``torch.autograd.forward_ad`` are
-    refused here (:func:`refuse_tangents`).
+    the batched gradients of ``is_grads_batched``. torch has no public question for the
+    last three. Dual tensors of ``torch.autograd.forward_ad`` are refused here
+    (:func:`refuse_tangents`).
     """
     if getattr(_inside, "running", False):
         return False
     if forward_mode_on():
         refuse_tangents(arrays)
     torch = sys.modules["torch"]
-    if torch.compiler.is_compiling() or torch.compiler.is_exporting() or torch.jit.is_tracing():
+    if torch.compiler.is_compiling() or torch.compiler.is_exporting() or jit_tracing():
         return True
     if any(isinstance(a, _tracing_types()) for a in arrays):
         return True
