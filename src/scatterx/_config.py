@@ -13,14 +13,6 @@ from ._registry import registered
 
 ENV_VAR = "SCATTERX_BACKEND"
 
-# os.environ's own dict, read without the two KeyErrors that ``os.environ.get`` raises and
-# catches for an unset variable (most of a small call's configuration cost). It is the dict
-# that ``os.environ[...] = ...`` (and pytest's monkeypatch) writes to.
-_ENVIRON = os.environ
-_ENV_DATA: dict[object, object] | None = getattr(_ENVIRON, "_data", None)
-_ENV_KEY = _ENVIRON.encodekey(ENV_VAR) if _ENV_DATA is not None else None
-
-
 _scoped: ContextVar[tuple[str, ...] | None] = ContextVar("scatterx_backend", default=None)
 _process_lock = threading.Lock()
 _process_default: tuple[str, ...] | None = None
@@ -126,8 +118,6 @@ def configured(backend: object) -> Configured:
         process = _process_default
         if process is not None:
             return Configured(process, "set_backend")
-        if os.environ is _ENVIRON and _ENV_DATA is not None and _ENV_KEY not in _ENV_DATA:
-            return AUTOMATIC
         env = os.environ.get(ENV_VAR)
         # A value that names no backend ("", " ", ",") leaves the choice automatic.
         names = [n.strip() for n in env.split(",") if n.strip()] if env else None
