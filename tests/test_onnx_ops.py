@@ -208,6 +208,25 @@ def test_attributes_the_opset_does_not_allow_are_value_errors(
         _run(model, data, np.zeros((2, 2), np.int64), data)
 
 
+@pytest.mark.parametrize("opset", [9, 10])
+def test_scatter_runs_at_the_opsets_that_define_it(opset: int) -> None:
+    data, indices = np.zeros((2, 3), np.float32), np.array([[1, 0, 1]])
+    updates = np.array([[1.0, 2.0, 3.0]], np.float32)
+    result = _run(_model("Scatter", TensorProto.FLOAT, opset, axis=0), data, indices, updates)
+    assert_bitwise_equal(result, reference_scatter_elements(data, indices, updates, 0))
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_scatter_after_opset_10_gets_the_evaluators_own_error(opset: int) -> None:
+    model = _model("Scatter", TensorProto.FLOAT, opset, axis=0)
+    with pytest.raises(Exception) as without:  # noqa: PT011  (whatever the evaluator raises)
+        ReferenceEvaluator(model)
+    with pytest.raises(type(without.value)) as served:
+        ReferenceEvaluator(model, new_ops=list(scatterx.onnx.ops))
+    assert str(served.value) == str(without.value)
+    assert any("ScatterElements" in note for note in served.value.__notes__)
+
+
 @pytest.mark.parametrize(("opset", "reduction"), [(16, "add"), (16, "mul"), (18, "max")])
 def test_reductions_of_their_opsets_run(opset: int, reduction: str) -> None:
     result, expected = _scatter(np.float32, reduction, opset)

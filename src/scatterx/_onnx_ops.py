@@ -189,9 +189,36 @@ class GatherElements(_Node):
 
 
 class Scatter(_Node):
-    """ONNX's deprecated Scatter (opsets 9, 11): ScatterElements without a reduction."""
+    """ONNX's deprecated Scatter (opsets 9, 10): ScatterElements without a reduction.
+
+    ONNX removed it at opset 11 (ScatterElements took its place) and onnxruntime refuses it
+    there: a model of a later opset gets the evaluator's own error, as without scatterx.
+    """
 
     since = 9
+    until = 10
+
+    def __init__(self, onnx_node: Any, run_params: dict[str, Any], schema: Any = None) -> None:
+        super().__init__(onnx_node, run_params, schema)
+        if self._opset > self.until:
+            self._refuse_removed()
+
+    def _refuse_removed(self) -> None:
+        """The evaluator's error for an operator its opset lacks (raised by its own loader),
+        with a note naming ScatterElements."""
+        from onnx.reference.ops import load_op
+
+        domain, opset = self.onnx_node.domain, self._opset
+        try:
+            load_op(domain, "Scatter", opset)
+        except Exception as exc:
+            exc.add_note(
+                f"ONNX's Scatter exists in opsets 9 and 10 only; at opset {opset} use "
+                "ScatterElements (scatterx.onnx.ops serves it)"
+            )
+            raise
+        msg = f"Scatter exists in opsets {self.since} and {self.until} only; got opset {opset}"
+        raise NotImplementedError(msg)
 
     def _run(self, data: Any, indices: Any, updates: Any, axis: Any = 0) -> tuple[Any]:
         return self._call(scatter_elements, data, indices, updates, moves_bits=True, axis=axis)

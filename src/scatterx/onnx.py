@@ -1,7 +1,7 @@
 """ONNX models on scatterx's kernels: operators for onnx's ReferenceEvaluator (contract 11).
 
 ``ReferenceEvaluator(model, new_ops=scatterx.onnx.ops)`` runs every ScatterElements
-(opsets 11, 13, 16, 18), GatherElements (11, 13) and deprecated Scatter (9, 11) node of a
+(opsets 11, 13, 16, 18), GatherElements (11, 13) and deprecated Scatter (9, 10) node of a
 model through :func:`scatterx.scatter_elements` and :func:`scatterx.gather_elements`: the
 automatic choice of backend, or the one of an enclosing :func:`scatterx.use_backend`.
 
