@@ -151,6 +151,7 @@ def test_the_numpy_side_of_a_row_has_the_librarys_layout(library: str) -> None:
     """square-transposed holds Fortran-ordered arrays: on torch (zero-copy) they stay so, and
     JAX makes C-ordered ones, so the NumPy call a row is compared with gets C-ordered copies
     there, and the same values."""
+    pytest.importorskip(library)
     case = make_case("square-transposed", TINY)
     assert all(a.flags.f_contiguous and not a.flags.c_contiguous for a in case.arrays)
     with arrays_of(library):
