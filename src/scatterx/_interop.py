@@ -130,6 +130,8 @@ class Library:
         return contextlib.nullcontext()
 
 
+# Filled on demand, without a lock: an answer depends on the type alone, so two threads that
+# miss at once store equal values (contract section 13).
 _FROM_DLPACK: dict[type, tuple[Callable[..., Any], bool]] = {}
 
 

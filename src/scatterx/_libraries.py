@@ -5,12 +5,17 @@ Each library that no backend serves natively is carried through DLPack (see
 particular to one library lives in its adapter's module (``_torch_library``,
 ``_jax_library``, ``_array_api_strict_library``), only where DLPack cannot carry
 something, or carries it too slowly for a small call.
+
+Threads (contract section 13): each library's adapter is made once, under a lock (the torch
+one defines torch's operators). ``_LIBRARIES`` and ``_ROUTES`` remember answers that depend
+only on their key; two threads that miss at once compute equal answers, and one dict store
+wins whole, so they are read and filled without a lock.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable
-from functools import cache
 from typing import Any
 
 import numpy as np
@@ -22,11 +27,25 @@ from ._jax_library import Jax
 from ._request import Request
 from ._torch_library import Torch
 
+_ADAPTERS: dict[str, Library] = {}
+_ADAPTERS_LOCK = threading.Lock()
 
-@cache
+
 def _library(top: str) -> Library:
+    """The adapter of the library ``top``: one per process, made on first use."""
     if top == "torch":
-        _torch_ops.operators()  # defined when scatterx meets torch, so export can name them
+        # Defined when scatterx meets torch, so that export can name them; under the
+        # operators' own lock, not this one.
+        _torch_ops.operators()
+    with _ADAPTERS_LOCK:
+        found = _ADAPTERS.get(top)
+        if found is None:
+            found = _ADAPTERS[top] = _new_library(top)
+        return found
+
+
+def _new_library(top: str) -> Library:
+    if top == "torch":
         return Torch(top)
     if top == "jax":
         return Jax(top)
