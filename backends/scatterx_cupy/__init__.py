@@ -69,9 +69,12 @@ _DECLINED = {
 
 @cache
 def _cupy_version() -> str:
-    module = sys.modules.get("cupy")
-    if module is not None:
-        return str(module.__version__)
+    if "cupy" in sys.modules:
+        # Imported, or being imported by another thread: the import statement waits for
+        # the whole module, where sys.modules may hold it half-built.
+        import cupy
+
+        return str(cupy.__version__)
     for name in importlib.metadata.packages_distributions().get("cupy", []):
         return importlib.metadata.version(name)
     return "not installed"
@@ -94,6 +97,7 @@ class CupyBackend:
         """None when cupy imports and sees a CUDA device, else why not. Cached."""
         return self._availability
 
+    # Two threads that ask first at once may both compute it: the same answer, no side effect.
     @cached_property
     def _availability(self) -> str | None:
         if importlib.util.find_spec("cupy") is None:
