@@ -65,9 +65,13 @@ def _compile_every_kernel(
 
 
 @needs_nvcc
-def test_every_kernel_family_compiles_to_ptx(tmp_path: Path) -> None:
-    # The C++ of each template for every family of element types, as NVRTC sees it.
-    _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx", keys=FAMILY_KEYS)
+@pytest.mark.parametrize("gather_alone", [False, True], ids=["every-family", "gather-alone"])
+def test_the_kernels_compile_to_ptx(tmp_path: Path, gather_alone: bool) -> None:
+    # The C++ of each template for every family of element types, as NVRTC sees it; and
+    # the gather module, which NVRTC builds from _kernels_gather.cu and nothing else.
+    _compile_every_kernel(
+        tmp_path, "-arch=compute_90", "--ptx", keys=FAMILY_KEYS, gather_alone=gather_alone
+    )
 
 
 @pytest.mark.slow
@@ -75,12 +79,6 @@ def test_every_kernel_family_compiles_to_ptx(tmp_path: Path) -> None:
 def test_every_kernel_compiles_to_ptx(tmp_path: Path) -> None:
     # The C++ of every instantiation, as NVRTC sees it (the slow test below adds ptxas).
     _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx")
-
-
-@needs_nvcc
-def test_the_gather_source_compiles_alone(tmp_path: Path) -> None:
-    # NVRTC builds the gather module from _kernels_gather.cu and nothing else.
-    _compile_every_kernel(tmp_path, "-arch=compute_90", "--ptx", gather_alone=True)
 
 
 @pytest.mark.slow

@@ -329,6 +329,8 @@ def array_type_matches(array: Any, spec: str) -> bool:
     """Whether ``array`` is an instance of the ``"module:qualname"`` type ``spec``.
 
     Looks in ``sys.modules`` only: a library that is not imported cannot have made the array.
+    One that another thread is still importing may lack the type yet; then ``array``, made
+    by a finished type, is not one of it either.
     """
     module_name, _, qualname = spec.partition(":")
     obj: Any = sys.modules.get(module_name)

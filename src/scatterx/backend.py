@@ -241,31 +241,10 @@ class NumpyArrays:
     array_types: tuple[str, ...] = ("numpy:ndarray",)
 
     def from_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """Return ``array`` itself: the backend's arrays are NumPy's.
-
-        Parameters
-        ----------
-        array : numpy.ndarray
-            Test data.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``array``.
-        """
+        """``array`` itself (:meth:`ConvertsArrays.from_numpy`): the backend's arrays are
+        NumPy's."""
         return array
 
     def to_numpy(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """Return ``array`` as a plain ndarray.
-
-        Parameters
-        ----------
-        array : numpy.ndarray
-            One of the backend's arrays.
-
-        Returns
-        -------
-        numpy.ndarray
-            ``array``, as a base-class ndarray.
-        """
+        """``array`` as a base-class ndarray (:meth:`ConvertsArrays.to_numpy`)."""
         return np.asarray(array)
