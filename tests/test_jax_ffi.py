@@ -236,5 +236,20 @@ def test_a_handler_that_does_not_compile_leaves_the_callback(
         raise RuntimeError(msg)
 
     monkeypatch.setattr(_jax_ffi, "_handler", broken)
-    reason = _jax_ffi._handler_error.__wrapped__()  # the cached answer, asked anew
+    reason = _jax_ffi._register()  # the first use's answer, asked anew
     assert reason == "the FFI target's handler does not compile: numba cannot lower this"
+
+
+def test_a_second_registration_is_refused_and_the_first_handler_serves() -> None:
+    data, indices, updates = _case("float64", (4, 3), (5, 3), axis=0, seed=7)
+    arrays = [jnp.asarray(a) for a in (data, indices, updates)]
+    assert _jax_ffi._handler_error() is None  # registered by now
+    kept = list(_jax_ffi._KEPT)
+    reason = _jax_ffi._register()  # another handler at another address, as a racing thread's
+    assert reason is not None
+    assert reason.startswith("XLA refuses the FFI target: ")
+    assert "Duplicate FFI handler registration" in reason
+    assert _jax_ffi._KEPT[: len(kept)] == kept  # nothing XLA was given is let go
+    assert _jax_ffi._handler_error() is None  # the first use's answer stands
+    expected = reference_scatter_elements(data, indices, updates, reduction="mul")
+    assert_bitwise_equal(np.asarray(_jitted_scatter(0, "mul")(*arrays)), expected)

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import threading
 from collections.abc import Callable
-from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -54,9 +54,41 @@ class _Entry:
         self.run = run
 
 
+#: Every traced call's entry, by key; kept for the process (a compiled function may run at
+#: any time). Filled under :data:`_LOCK`; the handler reads it without: entries are only
+#: appended, and a key is handed to a trace after its entry is in the list.
 _ENTRIES: list[_Entry] = []
 _KEYS: dict[Any, int] = {}
 _LOCK = threading.Lock()
+
+
+class _Target(NamedTuple):
+    """What XLA holds the address of once the target is registered, and what that uses."""
+
+    handler: Any  # the numba cfunc: XLA calls its address
+    serve: Any  # the njit dispatcher the handler calls, its objmode code included
+    capsule: Any  # the capsule of the handler's address handed to XLA
+
+
+#: Every handler whose address was handed to XLA, kept alive for the life of the process:
+#: XLA may call it from any compiled function at any time and never lets go of it (only
+#: the first is registered; one refused is kept too, as XLA may have seen it).
+_KEPT: list[_Target] = []
+#: Whether the first use has asked; then None where the target is registered, else why not.
+_ASKED = False
+_REASON: str | None = None
+#: The first use's lock: the handler is compiled and registered once. XLA takes one
+#: handler per name, and refuses a second at another address.
+_SETUP_LOCK = threading.Lock()
+
+
+def _new_locks_in_child() -> None:
+    # A fork while another thread held a lock would leave the child's copy held forever.
+    global _LOCK, _SETUP_LOCK
+    _LOCK, _SETUP_LOCK = threading.Lock(), threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_locks_in_child)
 
 
 def serves(request: Request) -> str | None:
@@ -68,19 +100,34 @@ def serves(request: Request) -> str | None:
     return _handler_error()
 
 
-@cache
 def _handler_error() -> str | None:
-    """None once the target is registered with XLA, else why it cannot be."""
+    """None once the target is registered with XLA, else why it cannot be: asked once per
+    process, by one thread while the others wait (every trace asks, at trace time)."""
+    global _ASKED, _REASON
+    with _SETUP_LOCK:
+        if not _ASKED:
+            _REASON = _register()
+            _ASKED = True
+        return _REASON
+
+
+def _register() -> str | None:
+    """Compile the handler and register it with XLA (:data:`_SETUP_LOCK` held)."""
     try:
         import jax
 
-        handler = _handler()
+        handler, serve = _handler()
     except ImportError as error:
         return f"the FFI target needs numba: {error}"
     except Exception as error:  # a numba that cannot compile the handler: the callback serves
         return f"the FFI target's handler does not compile: {error}"
     capsule = jax.ffi.pycapsule(handler.address)  # type: ignore[no-untyped-call]
-    jax.ffi.register_ffi_target(TARGET, capsule, platform="cpu")
+    # Kept before XLA sees the address: from then on a compiled function may call it.
+    _KEPT.append(_Target(handler, serve, capsule))
+    try:
+        jax.ffi.register_ffi_target(TARGET, capsule, platform="cpu")
+    except Exception as error:  # another handler under the name: the callback serves
+        return f"XLA refuses the FFI target: {error}"
     return None
 
 
@@ -172,9 +219,9 @@ def _error(api: int, message: str, code: int) -> int:
     return int(create(ctypes.byref(args)) or 0)
 
 
-@cache
-def _handler() -> Any:
-    """The target's handler, compiled once per process: numba imported here, on first use."""
+def _handler() -> tuple[Any, Any]:
+    """The target's handler and the dispatcher it calls, compiled anew on each call: only
+    :func:`_register` calls it, once per process. Numba is imported here, on first use."""
     import numba as nb
 
     from ._jax_frame import read_frame, read_metadata
@@ -193,4 +240,4 @@ def _handler() -> Any:
             return 0
         return serve(frame)
 
-    return handler
+    return handler, serve

@@ -40,6 +40,9 @@ class Jax(Library):
 
 
 def _is_tracer(array: Array) -> bool:
+    # Imported, not looked up in sys.modules: the caller's array proves JAX is loaded, and
+    # the import waits where another thread is still importing it (sys.modules would hold
+    # the half-made module).
     import jax
 
     return isinstance(array, jax.core.Tracer)
