@@ -114,6 +114,56 @@ def test_nested_vmap_and_unbatched_arguments() -> None:
             assert np.array_equal(np.asarray(result[a, b]), expected)
 
 
+@pytest.mark.parametrize("route", ["target", "callback"])
+@pytest.mark.parametrize(("operation", "axis"), [("scatter", 0), ("gather", -1), ("gather", 1)])
+def test_vmap_errors_name_the_users_axis_and_position(
+    route: str, operation: str, axis: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract section 12: the eager call's error for the bad batch element, and which
+    element it is, not the batched call's position and shifted axis."""
+    if route == "callback":
+        from scatterx import _jax_ffi
+
+        monkeypatch.setattr(_jax_ffi, "_handler_error", lambda: "the callback is asked for")
+    data = np.zeros((4, 4, 5), np.float32)
+    index_shape = [4, 4, 5]
+    index_shape[1 + axis % 2] += 2
+    indices = np.zeros(index_shape, np.int32)
+    indices[2, 1, 4] = 9  # the first bad index in C order, in batch element 2
+    indices[2, 3, 0] = -8
+    indices[3, 0, 0] = -9
+    updates = np.ones(indices.shape, np.float32)
+
+    def one(d: Any, i: Any, u: Any) -> Any:
+        if operation == "scatter":
+            return scatterx.scatter_elements(d, i, u, axis=axis)
+        return scatterx.gather_elements(d, i, axis=axis)
+
+    element = 2
+    with pytest.raises(IndexError) as eager:
+        one(data[element], indices[element], updates[element])
+    batched = (jnp.asarray(a) for a in (data, indices, updates))
+    with pytest.raises(Exception, match="IndexError") as info:
+        jax.block_until_ready(jax.vmap(one)(*batched))
+    wanted = f"{eager.value} (in batch element {element})"
+    assert wanted in str(info.value), f"wanted {wanted!r}; got {info.value}"
+
+
+def test_nested_vmap_errors_name_the_element_of_each_batch() -> None:
+    data = np.zeros((2, 3, 5), np.float32)
+    indices = np.zeros((2, 3, 2), np.int64)
+    indices[1, 2, 1] = 5
+
+    def one(d: Any, i: Any) -> Any:
+        return scatterx.gather_elements(d, i, axis=0)
+
+    with pytest.raises(IndexError) as eager:
+        one(data[1, 2], indices[1, 2])
+    with pytest.raises(Exception, match="IndexError") as info:
+        jax.block_until_ready(jax.vmap(jax.vmap(one))(jnp.asarray(data), jnp.asarray(indices)))
+    assert f"{eager.value} (in batch element (1, 2))" in str(info.value)
+
+
 def test_traced_calls_keep_the_backend_chosen_at_trace_time() -> None:
     data, indices, updates = (jnp.asarray(a) for a in _case())
     spy = Recorder()

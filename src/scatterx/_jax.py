@@ -9,7 +9,8 @@ the host: JAX hands the callback NumPy arrays and takes its NumPy result back.
 
 Under ``jax.vmap`` the callback gets every argument with the batch dimensions in front
 (``vmap_method="broadcast_all"``), and one call along the shifted axis does the whole
-batch: batch coordinates, like every coordinate but the axis, are kept.
+batch: batch coordinates, like every coordinate but the axis, are kept. An index out of
+bounds raises the error of the call of that batch element alone, its element named.
 
 Each traced call is a ``jax.custom_vjp`` function: its gradient (contract section 9) is
 made of scatterx calls and ``jax.numpy``, by :mod:`scatterx._grad`, so ``jax.grad`` of a
@@ -25,6 +26,7 @@ import numpy as np
 
 from . import _jax_ffi
 from ._config import Configured
+from ._errors import out_of_bounds_error
 from ._grad import Rules, gather_vjp, scatter_vjp
 from ._plan import Decision, decide, explain_plan
 from ._request import GatherRequest, Request
@@ -75,10 +77,11 @@ class _Lowered:
     the call, else (and on other platforms) the host callback."""
 
     def __init__(self, host: Host, choice: Configured, request: Request) -> None:
-        self.callback = _host(host, choice, request.data.ndim)
+        unbatched = _Unbatched(host, choice, request.axis)
+        self.callback = _host(unbatched, request.data.ndim)
         self.key: int | None = None
         if _jax_ffi.serves(request) is None:
-            self.key = _jax_ffi.key(request, choice, _ffi_run(host, choice))
+            self.key = _jax_ffi.key(request, choice, _ffi_run(unbatched))
 
     def __call__(self, result: Any, *arrays: Any) -> Any:
         import jax
@@ -94,28 +97,64 @@ class _Lowered:
         )
 
 
-def _ffi_run(host: Host, choice: Configured) -> _jax_ffi.Run:
+class _Unbatched:
+    """The pipeline's run of a traced call with vmap's batch in front, whose bounds error
+    names what the user wrote: the axis, the position in one element's indices, and which
+    element (contract section 12), as the call of that element alone would."""
+
+    def __init__(self, host: Host, choice: Configured, axis: int) -> None:
+        self.host = host
+        self.choice = choice
+        self.axis = axis  # the user's, non-negative: the batched call's is shifted
+
+    def __call__(self, batch: int, *arrays: Any) -> Any:
+        try:
+            return self.host(self.choice, batch, *arrays)
+        except IndexError:
+            if batch == 0:
+                raise
+            error = _in_batch_element(batch, self.axis, arrays[0], arrays[1])
+            if error is None:  # not an index out of bounds: as it came
+                raise
+            raise error from None
+
+
+def _in_batch_element(batch: int, axis: int, data: Any, indices: Any) -> IndexError | None:
+    """The eager call's IndexError for the first bad index of the batched ``indices``, in
+    C order (so in the first batch element that has one), and that element's place."""
+    size = data.shape[batch + axis]
+    bad = (indices < -size) | (indices >= size)
+    if not bad.any():
+        return None
+    position = tuple(int(p) for p in np.unravel_index(int(np.argmax(bad)), bad.shape))
+    error = out_of_bounds_error(int(indices[position]), position[batch:], axis, size)
+    element = position[0] if batch == 1 else position[:batch]
+    msg = f"{error} (in batch element {element})"
+    return IndexError(msg)
+
+
+def _ffi_run(run_host: _Unbatched) -> _jax_ffi.Run:
     """The FFI target's run: the pipeline on the views of XLA's buffers, vmap's batch in
     front; the result made in XLA's result buffer ``out`` where the backend makes it with
     ``empty_aligned``, else copied there."""
 
     def run(batch: int, arrays: tuple[Any, ...], out: Any) -> None:
         with results_into(out):
-            result = host(choice, batch, *arrays)
+            result = run_host(batch, *arrays)
         if result is not out:
             np.copyto(out, result)
 
     return run
 
 
-def _host(host: Host, choice: Configured, rank: int) -> Any:
+def _host(run_host: _Unbatched, rank: int) -> Any:
     """The callback: one run of the pipeline on the host's NumPy arrays, vmap's batch in
     front."""
 
     def run(data: Any, *rest: Any) -> Any:
         batch = np.ndim(data) - rank  # vmap's dimensions, in front
         arrays = [np.asarray(a) for a in (data, *rest)]
-        return np.asarray(host(choice, batch, *arrays))
+        return np.asarray(run_host(batch, *arrays))
 
     return run
 
