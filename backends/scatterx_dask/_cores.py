@@ -24,9 +24,25 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 
+def loaded_distributed() -> Any:
+    """``distributed``, whole, where this process imported it (or is importing it); else
+    None: a program that never used it does not pay for its import here.
+
+    ``sys.modules`` lists a module from the start of its import, and another thread may
+    still be running it, its names not all defined yet: importing it then waits, under the
+    import system's lock of that module, and returns it whole.
+    """
+    if "distributed" not in sys.modules:
+        return None
+    try:
+        return importlib.import_module("distributed")
+    except ImportError:  # the other thread's import failed: no cluster here
+        return None
+
+
 def process_cores() -> int:
     """The cores the tasks of this process share (see the module's text)."""
-    distributed: Any = sys.modules.get("distributed")
+    distributed = loaded_distributed()
     if distributed is not None:
         try:
             return max(1, int(distributed.get_worker().state.nthreads))
@@ -48,7 +64,7 @@ class CoreShare:
     def take(self) -> Iterator[int]:
         """Take every free core (at least one, waiting for it); yield how many."""
         with self._changed:
-            if self._free is None:
+            if self._free is None:  # counted once, by the first task, under the lock
                 self._free = self._count()
             while self._free < 1:
                 self._changed.wait()

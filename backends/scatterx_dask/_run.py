@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
 from scatterx.backend import GatherRequest, ScatterRequest
 
 from . import _graph, _tasks
+from ._cores import loaded_distributed
 from ._plan import plan
 
 
@@ -52,7 +52,7 @@ def _guarded(data: Any, indices: Any, rechunked: Any, axis: int, token: str) -> 
 def _on_a_cluster() -> bool:
     """Whether a ``distributed`` client is the default at the call, as dask's own shuffles
     ask before they choose a method: then the route's lanes travel as shares."""
-    distributed: Any = sys.modules.get("distributed")
+    distributed = loaded_distributed()
     if distributed is None:
         return False
     try:
