@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import scatterx
+from _subprocess import run_python
 from scatterx_dask import _lanes, _route, _split
 
 da = pytest.importorskip("dask.array")
@@ -189,6 +190,36 @@ def test_the_counting_sort_matches_numpys_stable_sort(chunks: tuple[int, ...], d
     assert _split.by_destination(inside, values, starts, spans, (np.int64, True)).clean
     assert got.values.dtype == values.dtype
     np.testing.assert_array_equal(got.values.view(np.uint8), values[order].view(np.uint8))
+
+
+# Eight threads ask for the counting sort at once in a fresh process, as the splits of a
+# threaded scheduler's first compute do; the number of kernels they were given.
+ONE_KERNEL_SCRIPT = """
+import threading
+from scatterx_dask import _split
+
+start = threading.Barrier(8)
+made = []
+
+
+def split():
+    start.wait()
+    made.append(_split._kernel())
+
+
+threads = [threading.Thread(target=split) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len({id(kernel) for kernel in made}))
+"""
+
+
+def test_threads_asking_at_once_share_one_counting_sort() -> None:
+    """One kernel per process: each one made would load (or compile) its code again."""
+    pytest.importorskip("numba")
+    assert run_python(ONE_KERNEL_SCRIPT).strip() == "1"
 
 
 @pytest.mark.parametrize("axis", [0, 1])

@@ -77,6 +77,8 @@ class DaskBackend:
             return "not installed"
 
     def available(self) -> str | None:
+        # No lock: whether dask is installed does not change, so two threads that both
+        # ask first store the same answer.
         if self._unavailable is None:
             missing = importlib.util.find_spec("dask") is None
             why = "dask is not installed (pip install 'scatterx[dask]')" if missing else None

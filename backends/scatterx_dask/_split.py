@@ -8,14 +8,15 @@ update's order and place in its block at its destination's cursor, in C order, s
 order within a destination is the updates' own. Both give the same answer: the
 permutation of a stable sort, and each update's place along the axis in its block.
 
-The kernel compiles once per process (numba's disk cache keeps it between processes); it
-holds no interpreter lock, so the splits of a threaded scheduler run side by side.
+The kernel is made once per process, under a lock (the splits of a threaded scheduler
+ask for it at once), and compiles once per signature (numba's disk cache keeps it between
+processes); it holds no interpreter lock, so those splits then run side by side.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.util
+import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -97,8 +98,23 @@ def _narrow(largest: int) -> type[np.unsignedinteger[Any]]:
     return np.uint32
 
 
-@functools.cache
+#: :func:`_counting_sort`'s kernel (or None), once made: in a tuple, since None is an answer.
+_made: tuple[Callable[..., int] | None] | None = None
+_making = threading.Lock()
+
+
 def _kernel() -> Callable[..., int] | None:
+    """:func:`_counting_sort`, made once per process. The lock is taken until it is made:
+    splits that ask at once would each make a dispatcher, and each compile (or load) it."""
+    global _made
+    if _made is None:
+        with _making:
+            if _made is None:
+                _made = (_counting_sort(),)
+    return _made[0]
+
+
+def _counting_sort() -> Callable[..., int] | None:
     """The counting sort, compiled (it returns how many indices are out of bounds, counted
     as it reads them: the split then looks for the first only where there is one); None
     where numba is not installed."""
