@@ -66,6 +66,8 @@ class NumbaBackend(NumpyArrays):
             return "not installed"
 
     def available(self) -> str | None:
+        # No lock: whether numba is installed does not change, so two threads that both
+        # ask first store the same answer.
         if self._unavailable is None:
             missing = importlib.util.find_spec("numba") is None
             why = "numba is not installed (pip install 'scatterx[numba]')" if missing else None

@@ -41,6 +41,7 @@ MODES: tuple[CompileMode, ...] = ("background", "wait")
 
 logger = logging.getLogger("scatterx")
 
+# One reference, set and read whole: no lock needed.
 _mode: CompileMode | None = None
 
 
@@ -103,14 +104,19 @@ class _Job(NamedTuple):
     threads: int | None
 
 
+# The queue, the jobs in it or running, and the one worker: read and changed under _lock
+# only, so that each job is queued once and one worker runs while any job is left.
 _lock = threading.Lock()
 _queue: collections.deque[_Job] = collections.deque()
 _pending: set[_Job] = set()
 _worker: threading.Thread | None = None
-#: Keys (``Code.key``) of the code loaded by a job: calls needing only these run.
+#: Keys (``Code.key``) of the code loaded by a job: calls needing only these run. Added
+#: to by the worker once the code is in, read by callers without the lock: a caller that
+#: misses a key just added queues a job that finds it loaded.
 _ready: set[tuple[object, ...]] = set()
 #: Calls whose code failed to load in the background (or whose launches could not be
 #: told): numba runs them as it would without jobs, loading their code, raising the error.
+#: Added to without the lock: adding a call twice is adding it once.
 _failed: set[_call.Call] = set()
 
 
@@ -157,6 +163,8 @@ def _strided(dtype: np.dtype[Any], c: bool, f: bool) -> np.ndarray[Any, Any]:
     return array
 
 
+# No lock: a pure function of its arguments, so two threads that both miss make equal
+# answers, and either is kept.
 @lru_cache(maxsize=256)
 def code(call: _call.Call, threads: int) -> tuple[Code, ...]:
     """The code of every launch ``call`` may make on ``threads`` (``_launch.launches``)."""

@@ -125,6 +125,8 @@ def _task(arrays: Any, params: GatherParams, task: int, n_tasks: int, w: int) ->
     return first
 
 
+# Made once per process: _runtime.gather_kernel calls it under _runtime's lock, as
+# _kernels' kernels are.
 @cache
 def gather_kernel(width: int) -> Any:
     """The kernel for elements of ``width`` unsigned words; ``width`` is its cache key.

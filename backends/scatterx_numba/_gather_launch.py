@@ -48,6 +48,7 @@ class GatherLaunchPlan:
         return (kernel,) if self.bounds is None else (self.bounds, kernel)
 
 
+# No lock: a pure function of its arguments, as _launch.launch_plan is.
 @lru_cache(maxsize=512)
 def gather_launch_plan(call: Call, threads: int, constant_rows: bool = False) -> GatherLaunchPlan:
     """What the gather ``call`` launches on ``threads``, its index rows constant or not."""

@@ -97,6 +97,8 @@ def _run_task_typing(
     return run
 
 
+# Made once per process: _runtime.kernel calls it under _runtime's lock (a second kernel
+# for one key would load its code again, and be another identity to launch).
 @cache
 def _specialise(strategy: int, op: str) -> Any:
     """The kernel of a strategy and reduction; its free variables are its cache key."""

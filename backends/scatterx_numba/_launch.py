@@ -226,6 +226,8 @@ class LaunchPlan:
         return min(plan.n_tasks, COLUMN_LAUNCH_TASKS_PER_THREAD * self.threads)
 
 
+# No lock: a pure function of its arguments (and of _plan's constants, see cache_clear),
+# so two threads that both miss make equal plans, and either is kept.
 @lru_cache(maxsize=512)
 def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> LaunchPlan:
     """What the scatter ``call`` launches on ``threads`` of numba's threads, its index

@@ -78,6 +78,8 @@ def _made_maps(
     return maps[0], maps[1]
 
 
+# No lock: read-only maps that depend on the shapes alone; two threads that both miss make
+# equal ones, and either is kept.
 _kept_maps = lru_cache(maxsize=256)(_made_maps)
 
 
@@ -107,6 +109,8 @@ def constant_rows(rows: Iterable[Array]) -> bool:
     return True
 
 
+# No lock: a placeholder is never written, so two threads that both make one
+# for a dtype each launch with theirs (of one numba type), and either is kept.
 _UNUSED: dict[np.dtype[Any], Array] = {}
 
 

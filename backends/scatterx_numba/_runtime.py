@@ -17,10 +17,12 @@ import numpy as np
 
 _load_lock = threading.Lock()
 # Kernels by strategy, storage family and reduction, gather kernels by width: each is made
-# (and its code loaded or compiled, one signature at a time) only when a call needs it.
+# (and its code loaded or compiled, one signature at a time) only when a call needs it,
+# once, under _load_lock: a kernel's identity keys what is loaded (_launched).
 _found: dict[tuple[Any, ...], Any] = {}
 # The workqueue threading layer aborts the process when two threads launch parallel
 # regions at once; until a first launch has shown the layer, every launch is serialised.
+# _unguarded is read without the lock: a thread that still sees False only takes it.
 _launch_lock = threading.Lock()
 _unguarded = False
 
@@ -40,7 +42,8 @@ def configure_cache() -> None:
     """Point numba's cache at a writable folder when the package folder is read-only.
 
     An explicit ``NUMBA_CACHE_DIR`` wins. Without this, an installed read-only package
-    would make numba refuse ``cache=True`` for lack of a place to write.
+    would make numba refuse ``cache=True`` for lack of a place to write. Called under
+    ``_load_lock``, before each kernel is made: every thread sees one folder.
     """
     numba: Any = importlib.import_module("numba")
     if os.environ.get("NUMBA_CACHE_DIR") or numba.config.CACHE_DIR:
@@ -61,14 +64,18 @@ def _load(key: tuple[Any, ...], module: str, factory: str, *args: Any) -> Any:
     """``module.factory(*args)``, made once per ``key``; the first call imports numba (after
     pointing its cache at a writable folder).
 
-    Found kernels are remembered here, without a lock: a call that finds one takes no lock.
+    Found kernels are read here without a lock: a call that finds one takes no lock. One
+    that does not takes it and looks again, since a thread that held it may have made that
+    kernel meanwhile: one kernel per key, as its identity keys the code loaded (``launch``).
     """
     found = _found.get(key)
     if found is None:
         with _load_lock:
-            configure_cache()
-            kernels: Any = importlib.import_module(module, __package__)
-            found = _found[key] = getattr(kernels, factory)(*args)
+            found = _found.get(key)
+            if found is None:
+                configure_cache()
+                kernels: Any = importlib.import_module(module, __package__)
+                found = _found[key] = getattr(kernels, factory)(*args)
     return found
 
 
@@ -118,7 +125,10 @@ def kinds(value: Any) -> Any:
     return type(value)
 
 
-#: (kernel, kinds of arguments) launched in this process: their code is loaded.
+#: (kernel, kinds of arguments) launched in this process: their code is loaded. Added to
+#: without a lock once the code is in: two threads adding one key add the same fact, and
+#: one that misses it takes the file lock, which serialises the compile (numba's own lock
+#: keeps the code one).
 _launched: set[tuple[int, Any]] = set()
 
 
@@ -206,6 +216,9 @@ def num_threads() -> int:
     its start-up check: that takes two locks, a tenth of the interpreter's work for an
     in-place call once the kernel has evicted it from the caches.
     """
+    # A look in sys.modules, not an import (which would import numba): a module another
+    # thread is still importing has no started threads yet, so _is_initialized is absent or
+    # False there, and numba is asked, whole.
     parallel: Any = sys.modules.get("numba.np.ufunc.parallel")
     if parallel is not None and getattr(parallel, "_is_initialized", False):
         read = getattr(parallel, "_get_num_threads", None)
