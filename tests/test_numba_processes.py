@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,24 @@ def test_read_only_package_falls_back_to_a_writable_cache(
     _runtime.configure_cache()
     assert str(tmp_path / "scatterx" / "numba") == numba.config.CACHE_DIR
     assert (tmp_path / "scatterx" / "numba").is_dir()
+
+
+# A fork while a thread of the parent is importing numba: the child's copy of numba is a
+# module whose code stopped part-way, here before its first name (what sys.modules holds
+# from the start of an import). The child's fork handler must find no problem, quietly.
+PARTLY_IMPORTED_SCRIPT = """
+import os, sys, types
+sys.unraisablehook = lambda failed: print("unraisable:", repr(failed.exc_value), flush=True)
+from scatterx_numba import _runtime
+sys.modules["numba"] = types.ModuleType("numba")  # numba's import, stopped at its start
+child = os.fork()
+if child == 0:
+    print("child:", _runtime.fork_problem(), flush=True)
+    os._exit(0)
+os.waitpid(child, 0)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_during_numbas_import_leaves_the_child_to_numba() -> None:
+    assert run_python(PARTLY_IMPORTED_SCRIPT).splitlines() == ["child: None"]

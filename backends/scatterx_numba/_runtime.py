@@ -249,12 +249,18 @@ def fork_problem() -> str | None:
 
 
 def _inherited_layer_problem() -> str | None:
-    """In a forked child: whether the parent had started numba's threads on GNU OpenMP."""
+    """In a forked child: whether the parent had started numba's threads on GNU OpenMP.
+
+    A look in ``sys.modules``: importing here could wait forever for the lock of a module
+    that a thread of the parent, absent here, was importing at the fork. Such a numba,
+    partly imported, lacks ``threading_layer``, and its threads never started.
+    """
     numba: Any = sys.modules.get("numba")
-    if numba is None:
+    threading_layer = getattr(numba, "threading_layer", None)
+    if threading_layer is None:
         return None
     try:
-        layer = numba.threading_layer()
+        layer = threading_layer()
     except ValueError:  # numba's threads never started in the parent
         return None
     omppool: Any = sys.modules.get("numba.np.ufunc.omppool")
