@@ -45,11 +45,18 @@ def lent(shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any] |
     found = _LENT.get()
     if not found:
         return None
-    buffer = found[0]
+    try:
+        buffer = found[0]
+    except IndexError:  # taken meanwhile
+        return None
     if buffer.shape != shape or buffer.dtype != dtype:
         return None
-    found.clear()
-    return buffer
+    # Taken by one pop: threads whose contexts were copied from this one share the list,
+    # and a look then a clear could give the buffer to two of them.
+    try:
+        return found.pop()
+    except IndexError:
+        return None
 
 
 #: From this size a lent buffer is given huge pages, as NumPy does for its own arrays.
@@ -86,6 +93,8 @@ def advise_huge_pages(buffer: np.ndarray[Any, Any]) -> None:
         madvise(start, end - start, _MADV_HUGEPAGE)
 
 
+# No lock: two threads that both miss each get a function set up in full, and either
+# is kept; libc's madvise is the same function.
 @functools.cache
 def _madvise() -> Callable[[int, int, int], int] | None:
     """libc's ``madvise`` on Linux, else None."""
