@@ -50,12 +50,28 @@ def empty_sequence(value: Any) -> bool:
 
 
 def refuse_masked(value: Any, role: str) -> None:
-    masked = sys.modules.get("numpy.ma")
-    if masked is not None and isinstance(value, masked.MaskedArray):
-        msg = (
-            f"{role} is a numpy.ma.MaskedArray: scatterx does not apply masks; pass "
-            f"{role}.filled(value) to scatter the filled values, or {role}.data to ignore the mask"
-        )
+    """Raise TypeError for a ``numpy.ma.MaskedArray`` given as ``role``.
+
+    Only a subclass of ndarray can be one, and only once ``numpy.ma`` began to import. That
+    import may still run in another thread (numba's ``typeof``, in its compile thread,
+    starts it), where ``sys.modules`` holds the module half made: the class is taken from
+    the module as ``import`` returns it, which waits for that thread to finish it.
+    """
+    if type(value) is np.ndarray or not isinstance(value, np.ndarray):
+        return
+    if "numpy.ma" not in sys.modules:  # no MaskedArray exists before its module is begun
+        return
+    import numpy.ma
+
+    if isinstance(value, numpy.ma.MaskedArray):
+        if role == "out":  # written into: a filled copy would not receive the result
+            fix = "out.data"
+        else:
+            fix = (
+                f"{role}.filled(value) to scatter the filled values, or {role}.data to "
+                "ignore the mask"
+            )
+        msg = f"{role} is a numpy.ma.MaskedArray: scatterx does not apply masks; pass {fix}"
         raise TypeError(msg)
 
 

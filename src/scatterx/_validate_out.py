@@ -18,6 +18,7 @@ from ._dtypes import numpy_dtype
 from ._interop import type_name
 from ._libraries import device_of, library_name, library_of
 from ._request import GatherRequest, Request, ScatterRequest
+from ._rules import refuse_masked
 
 #: Libraries whose arrays cannot be written into, and why.
 _IMMUTABLE = {
@@ -32,7 +33,7 @@ def check_out(out: Any, data: Any, shape: tuple[int, ...], what: str) -> Any:
     ``shape`` is the shape the result has, ``what`` says whose shape that is.
     """
     if isinstance(out, np.ndarray):
-        _refuse_masked(out)
+        refuse_masked(out, "out")
         out = np.asarray(out)  # a subclass (np.memmap) as a view of its memory
     elif not hasattr(out, "shape") or not hasattr(out, "dtype"):
         msg = f"out must be an array to write the result into; got {type(out).__name__}"
@@ -88,13 +89,6 @@ def refuse_self_overlap(shape: tuple[int, ...], strides: tuple[int, ...], itemsi
             )
             raise ValueError(msg)
         extent += step * (size - 1)
-
-
-def _refuse_masked(out: Any) -> None:
-    masked = sys.modules.get("numpy.ma")
-    if masked is not None and isinstance(out, masked.MaskedArray):
-        msg = "out is a numpy.ma.MaskedArray: scatterx does not apply masks; pass out.data"
-        raise TypeError(msg)
 
 
 def _check_device(out: Any, data: Any) -> None:
@@ -166,10 +160,13 @@ def _memory_module(array: Any) -> Any:
     """NumPy or CuPy, the module whose functions tell ``array``'s memory; else None."""
     if isinstance(array, np.ndarray):
         return np
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and isinstance(array, cupy.ndarray):
-        return cupy
-    return None
+    if "cupy" not in sys.modules:  # no cupy array exists before cupy's import is begun
+        return None
+    # Imported, not looked up: another thread may be importing cupy, whose module in
+    # sys.modules has no ndarray yet; the import waits until that thread has finished it.
+    import cupy
+
+    return cupy if isinstance(array, cupy.ndarray) else None
 
 
 def _address(module: Any, array: Any) -> int:
