@@ -29,14 +29,19 @@ def _counted(monkeypatch: pytest.MonkeyPatch, owner: Any, name: str, counts: lis
     monkeypatch.setattr(owner, name, counted)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
 def test_a_repeated_update_in_place_skips_the_full_out_checks(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, order: str
 ) -> None:
+    """A C- or F-contiguous ``data`` needs no proof from its strides that its elements
+    are apart (contract section 7): the glance at its flags is the whole check."""
     data, indices, updates = _arrays()
+    data = np.asarray(data, order=order)
     scatterx.scatter_elements(data, indices, updates, reduction="add", out=data)  # remembered
     counts: list[str] = []
     _counted(monkeypatch, _validate, "check_out", counts)
     _counted(monkeypatch, _validate_out, "_overlap", counts)
+    _counted(monkeypatch, _validate_out, "refuse_self_overlap", counts)
     for _ in range(3):
         got = scatterx.scatter_elements(data, indices, updates, reduction="add", out=data)
         assert got is data

@@ -3,8 +3,9 @@
 :func:`check_out` runs with the call's other checks, before a backend is chosen: the
 library, device, shape and dtype of ``out``. :func:`settled` runs on the arrays a backend
 receives (NumPy's or CuPy's, after any DLPack route), just before it runs: whether ``out``
-is writable, whether it overlaps an input, and whether it *is* ``data`` (an update in
-place), which the backend then sees as ``request.out is request.data``.
+is writable, whether its strides prove its elements apart, whether it overlaps an input,
+and whether it *is* ``data`` (an update in place), which the backend then sees as
+``request.out is request.data``.
 """
 
 from __future__ import annotations
@@ -101,11 +102,13 @@ def _check_device(out: Any, data: Any) -> None:
 def settled(request: Request) -> Request:
     """``request`` with ``out`` checked against the inputs' memory, just before a backend runs.
 
-    Raises ValueError for a read-only ``out``, for one whose elements share memory (a
-    stride of 0, as torch refuses for its own ``scatter_``), for one that overlaps ``indices`` or
-    ``updates``, or ``data`` without being exactly ``data``. An ``out`` that is exactly
-    ``data`` (the same memory, shape and strides) comes back as ``data`` itself. Arrays of
-    types other than NumPy's and CuPy's are left to their backend.
+    Raises ValueError for a read-only ``out``, for one whose elements share memory or are
+    not proven apart by its strides (:func:`refuse_self_overlap`; a stride of 0 among them,
+    as torch refuses for its own ``scatter_``), for one that overlaps ``indices`` or
+    ``updates``, or ``data`` without being exactly ``data``; all before anything is
+    written. An ``out`` that is exactly ``data`` (the same memory, shape and strides) comes
+    back as ``data`` itself. Arrays of types other than NumPy's and CuPy's are left to their
+    backend (other libraries' arrays are checked here once carried to those types).
     """
     out = request.out
     if out is request.data and type(out) is np.ndarray and _in_place_ready(request):
@@ -113,16 +116,12 @@ def settled(request: Request) -> Request:
     module = _memory_module(out)
     if module is None:
         return request
-    if isinstance(out, np.ndarray) and not out.flags.writeable:
+    flags = out.flags
+    if module is np and not flags.writeable:
         msg = "out is read-only: scatterx writes the result into it"
         raise ValueError(msg)
-    if any(step == 0 and size > 1 for size, step in zip(out.shape, out.strides, strict=True)):
-        msg = (
-            "out has a stride of 0 (torch's expand, NumPy's broadcast_to): more than one "
-            "element of out refers to a single memory location, and the result would depend "
-            "on the order of the writes; pass an array of its own (a copy)"
-        )
-        raise ValueError(msg)
+    if not (flags.c_contiguous or flags.f_contiguous):  # contiguous: apart by definition
+        refuse_self_overlap(out.shape, out.strides, out.itemsize)
     data = request.data
     if isinstance(request, GatherRequest):
         others = {"data": data, "indices": request.indices}
@@ -145,11 +144,15 @@ def settled(request: Request) -> Request:
 
 def _in_place_ready(request: Request) -> bool:
     """Whether a scatter's ``out``, a plain ndarray that is ``data`` itself, passes every
-    check of :func:`settled` at a glance: writable, no stride of 0, and not within the
-    bounds of ``indices`` or ``updates`` (NumPy's bounds test, no element-wise proof).
-    False sends the call through the full checks, which decide."""
+    check of :func:`settled` at a glance: writable, C- or F-contiguous (no element shared,
+    with no further proof), and not within the bounds of ``indices`` or ``updates``
+    (NumPy's bounds test, no element-wise proof). False sends the call through the full
+    checks, which decide."""
+    if type(request) is not ScatterRequest:
+        return False
     out = request.out
-    if type(request) is not ScatterRequest or not out.flags.writeable or 0 in out.strides:
+    flags = out.flags
+    if not flags.writeable or not (flags.c_contiguous or flags.f_contiguous):
         return False
     return not (
         np.may_share_memory(out, request.indices) or np.may_share_memory(out, request.updates)
