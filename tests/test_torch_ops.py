@@ -434,11 +434,21 @@ def test_dual_tensors_of_forward_ad_are_refused_not_stripped(
             _dual_call(call, data, indices, dual)
 
 
-@pytest.mark.parametrize("first", ["torch", "scatterx"])
+_IMPORTS = {
+    "torch": "import torch, scatterx",
+    "scatterx": "import scatterx, torch",
+    # A look for torch's spec that imports nothing, then the import: scatterx saw the look
+    # and missed the import.
+    "scatterx, find_spec": "import importlib.util, scatterx\n"
+    "importlib.util.find_spec('torch')\nimport torch",
+}
+
+
+@pytest.mark.parametrize("first", list(_IMPORTS))
 def test_a_compiled_call_can_be_the_first_call_whatever_the_import_order(first: str) -> None:
     from _subprocess import run_python
 
-    imports = "import torch, scatterx" if first == "torch" else "import scatterx, torch"
+    imports = _IMPORTS[first]
     code = f"""
 {imports}
 def f(d, i, u):

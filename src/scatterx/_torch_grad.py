@@ -12,6 +12,7 @@ which autograd may run on another thread.
 
 from __future__ import annotations
 
+import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -69,13 +70,16 @@ def _rules(calls: Any) -> Rules:
 
 
 _FUNCTIONS: Any = None
+_FUNCTIONS_LOCK = threading.Lock()
 
 
 def _functions() -> Any:
     """The autograd Functions, defined on first use (importing scatterx loads no torch)."""
     global _FUNCTIONS
     if _FUNCTIONS is None:
-        _FUNCTIONS = _define()
+        with _FUNCTIONS_LOCK:  # one pair for every thread: a thread that comes meanwhile waits
+            if _FUNCTIONS is None:
+                _FUNCTIONS = _define()
     return _FUNCTIONS
 
 

@@ -5,6 +5,11 @@ quarter of the cost (0.7 and 0.5 microseconds against 2.4 and 1.4); NumPy's DLPa
 import bfloat16, so bfloat16 goes through an int16 view; the conjugate and negative bits
 are resolved first (a copy, which the route says); tensors that require grad are recorded
 by autograd (:mod:`scatterx._torch_grad`); CUDA work is ordered on torch's current stream.
+
+Threads (contract section 13): what this module remembers is one answer per key (a route
+per tensor type, torch's ``strided`` and ``from_numpy``, NumPy's bfloat16 dtype); two
+threads that miss at once compute equal answers, and the route is stored once
+(``dict.setdefault``), so that every thread holds the same one.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from . import _torch_ops
 from ._interop import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
 from ._request import GatherRequest, Request
 
-_EARLY: dict[type, Route] = {}
+_EARLY: dict[type, Route] = {}  # see the module docstring: filled without a lock
 #: The dtypes of indices the contract takes, as :meth:`Torch.early` asks of their views
 #: (a NumPy array's dtype costs less to read than a tensor's).
 _INDEX_DTYPES = (np.dtype(np.int64), np.dtype(np.int32))
@@ -54,7 +59,7 @@ class Torch(Library):
         route = _EARLY.get(kind)
         if route is None:
             device = _torch().device("cpu")
-            route = _EARLY[kind] = Route(self, type_name(kind), device, NUMPY, None)
+            route = _EARLY.setdefault(kind, Route(self, type_name(kind), device, NUMPY, None))
         return route
 
     def records(self, request: Request) -> bool:
@@ -181,7 +186,6 @@ def _torch() -> Any:
     return torch
 
 
-@cache
 @cache
 def _bfloat16() -> np.dtype[Any]:
     import ml_dtypes

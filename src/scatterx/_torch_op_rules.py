@@ -10,6 +10,7 @@ autograd of ``register_autograd`` has no ``setup_context`` there (pytorch#168393
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -32,7 +33,8 @@ class Operators(NamedTuple):
 
 
 def overloads() -> Operators:
-    """The operators' overloads (defined by :mod:`scatterx._torch_ops`)."""
+    """The operators' overloads (defined by :mod:`scatterx._torch_ops`, which has imported
+    torch whole by then: no half-imported module is found here; dynamo traces the look-up)."""
     found = sys.modules["torch"].ops.scatterx
     return Operators(
         found.scatter_elements.default,
@@ -146,6 +148,7 @@ def _call(info: Any, function: str, operator: str) -> Callable[..., Tensor]:
 
 
 _FUNCTIONS: Any = None
+_FUNCTIONS_LOCK = threading.Lock()
 
 
 def functions() -> Any:
@@ -153,7 +156,9 @@ def functions() -> Any:
     first use): the same forward, gradients and batching rules."""
     global _FUNCTIONS
     if _FUNCTIONS is None:
-        _FUNCTIONS = _define_functions()
+        with _FUNCTIONS_LOCK:  # one pair for every thread: a thread that comes meanwhile waits
+            if _FUNCTIONS is None:
+                _FUNCTIONS = _define_functions()
     return _FUNCTIONS
 
 

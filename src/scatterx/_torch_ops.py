@@ -10,6 +10,11 @@ detached tensors (the pipeline hands its functions over with :func:`serve`, so t
 imports nothing above it), and the backend named by ``backend=`` travels as a string
 argument; ``use_backend``, ``set_backend`` and ``SCATTERX_BACKEND`` are read when the
 operator runs. The operators are defined once, when scatterx first meets torch.
+
+Threads (contract section 13): the four operators are defined together under one lock, and
+a thread that arrives meanwhile waits for all of them (:func:`_defining`). Where the caller's
+tensors prove torch loaded, torch is imported rather than looked up in ``sys.modules``: an
+import waits for one that another thread has under way, a look-up finds it half made.
 """
 
 from __future__ import annotations
@@ -27,9 +32,13 @@ from ._config import Configured
 from ._torch_op_rules import Operators
 
 Tensor = Any
+# Filled once, as _pipeline is imported (under the import lock), before any call can read it.
 _served: dict[str, Callable[..., Any]] = {}
 _inside = threading.local()  # set while an operator runs the pipeline: nothing is traced there
+# Set under _DEFINING, once all four operators exist; read without it on every call (a
+# thread that sees False takes the lock and looks again).
 _DEFINED = False
+_DEFINING = threading.Lock()
 
 
 def serve(scatter: Callable[..., Any], gather: Callable[..., Any]) -> None:
@@ -39,54 +48,92 @@ def serve(scatter: Callable[..., Any], gather: Callable[..., Any]) -> None:
     if "torch" in sys.modules:
         _mark(sys.modules["torch"])
     else:
+        # Another thread's import that walks sys.meta_path now may ask a finder twice;
+        # each answers the same again.
         sys.meta_path.insert(0, _TorchWatcher())
 
 
 def _defining() -> bool:
-    """Define the operators; dynamo runs this as it traces (see :func:`_mark`)."""
+    """Define the operators, all four, once; dynamo runs this as it traces (see
+    :func:`_mark`). A thread that comes while another defines them waits for all four."""
     global _DEFINED
     if not _DEFINED:
-        _define()
-        _DEFINED = True
+        with _DEFINING:
+            if not _DEFINED:
+                _define()
+                _DEFINED = True
     return True
 
 
 def compiling() -> bool:
-    """Whether ``torch.compile`` is tracing the call now (then torch's operators take it).
+    """Whether dynamo (``torch.compile``) is tracing this call now (then torch's operators
+    take it).
 
     Nothing here may make dynamo break the graph: no look at the arrays, no import, no
-    write. Once torch is imported (seen by :func:`serve` or :class:`_TorchWatcher`), this
-    name is ``torch.compiler.is_compiling`` itself, one call less on every call; until
-    then (and where torch came in unseen) torch is looked for in ``sys.modules``.
+    write. ``torch.compiler.is_dynamo_compiling``, which dynamo reads as true where it
+    traces and which is false everywhere else: ``is_compiling`` is one flag for the whole
+    process, true in every thread while one compiles, and an eager call of another thread
+    then went to the operators, whose run came back here, to a RecursionError. Once torch
+    is imported (seen by :func:`serve` or :class:`_TorchWatcher`), this name is torch's
+    function itself, one call less on every call; until then (and where torch came in
+    unseen) torch is looked for in ``sys.modules``. Nothing tells there that the caller
+    has tensors: a torch that another thread is still importing has no ``compiler`` yet,
+    and compiles nothing.
     """
     torch = sys.modules.get("torch")
-    return torch is not None and bool(torch.compiler.is_compiling())
+    compiler = getattr(torch, "compiler", None)
+    return compiler is not None and bool(compiler.is_dynamo_compiling())
 
 
 def jit_tracing() -> bool:
-    """Whether ``torch.jit.trace`` is tracing; torch's own question once :func:`_mark`
-    has seen torch (one call less on the small call's path)."""
-    return bool(sys.modules["torch"].jit.is_tracing())
+    """Whether ``torch.jit.trace`` is tracing (asked of tensors); torch's own question once
+    :func:`_mark` has seen torch (one call less on the small call's path)."""
+    return bool(_torch().jit.is_tracing())
+
+
+def _torch() -> Any:
+    """torch, imported: where the caller's tensors prove it loaded, an import that another
+    thread has under way is waited for (``sys.modules`` would give it half made)."""
+    import torch
+
+    return torch
 
 
 def _mark(torch: Any) -> None:
     """Have dynamo run :func:`_defining` rather than trace it (a registration cannot be
     traced), so that a compiled function's first call can define the operators; and make
-    :func:`compiling` and :func:`jit_tracing` torch's own questions."""
+    :func:`compiling` and :func:`jit_tracing` torch's own questions.
+
+    Run by :func:`serve` or by :class:`_TorchWatcher` once torch's import is complete; a
+    thread that calls :func:`compiling` meanwhile gets the same answer from either name.
+    """
     global compiling, jit_tracing
     torch.compiler.assume_constant_result(_defining)
-    compiling = torch.compiler.is_compiling
+    compiling = torch.compiler.is_dynamo_compiling
     jit_tracing = torch.jit.is_tracing
 
 
 class _TorchWatcher(importlib.abc.MetaPathFinder):
-    """Marks :func:`_defining` when torch is imported after scatterx (then leaves)."""
+    """Marks :func:`_defining` when torch is imported after scatterx.
+
+    It stays in ``sys.meta_path``, answering None for every other name: taking it out
+    would shift the list under another thread's import walking it, which then skips the
+    finder after it; and a look for torch's spec that imports nothing
+    (``importlib.util.find_spec``) would have used it up. The import machinery holds its
+    global lock around each ``find_spec``, so ``asking`` (set while it asks the finders
+    after it, itself included) is read and set by one thread at a time.
+    """
+
+    asking = False
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "torch":
+        if name != "torch" or self.asking:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        self.asking = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self.asking = False
         if spec is None or spec.loader is None:
             return spec
         loader, run = spec.loader, spec.loader.exec_module
@@ -118,7 +165,9 @@ def not_early() -> bool:
 def forward_mode_on() -> bool:
     """Whether a level of ``torch.autograd.forward_ad`` is open (``dual_level``): then a
     tensor may carry a tangent that its NumPy view would drop. torch has no public
-    question for it; a torch without the level's name is taken as having one open."""
+    question for it; a torch without the level's name is taken as having one open (so is
+    a module that another thread is still importing: :func:`refuse_tangents` imports it,
+    which waits for it)."""
     forward_ad = sys.modules.get("torch.autograd.forward_ad")
     return forward_ad is not None and getattr(forward_ad, "_current_level", 0) >= 0
 
@@ -126,8 +175,8 @@ def forward_mode_on() -> bool:
 def refuse_tangents(arrays: Sequence[Tensor]) -> None:
     """Raise the contract's error for a forward-mode derivative where one of ``arrays``
     carries a tangent (a dual tensor of ``torch.autograd.forward_ad``)."""
-    torch = sys.modules["torch"]
-    unpack = torch.autograd.forward_ad.unpack_dual
+    torch = _torch()
+    unpack = torch.autograd.forward_ad.unpack_dual  # imported by torch's own import
     if any(isinstance(a, torch.Tensor) and unpack(a).tangent is not None for a in arrays):
         raise NotImplementedError(rules.NO_FORWARD_MODE)
 
@@ -146,7 +195,10 @@ def traced(arrays: Sequence[Tensor]) -> bool:
         return False
     if forward_mode_on():
         refuse_tangents(arrays)
-    torch = sys.modules["torch"]
+    torch = _torch()
+    # is_compiling and is_exporting are true in every thread while one compiles or
+    # exports: another thread's eager call then runs through the operators (its result
+    # the same, one step longer).
     if torch.compiler.is_compiling() or torch.compiler.is_exporting() or jit_tracing():
         return True
     if any(isinstance(a, _tracing_types()) for a in arrays):
@@ -160,7 +212,7 @@ def traced(arrays: Sequence[Tensor]) -> bool:
     return legacy is not None and any(isinstance(a, torch.Tensor) and legacy(a) for a in arrays)
 
 
-@cache
+@cache  # two threads that miss at once import the same two classes
 def _tracing_types() -> tuple[type, ...]:
     from torch._subclasses.fake_tensor import FakeTensor
     from torch._subclasses.functional_tensor import FunctionalTensor
@@ -207,10 +259,11 @@ def _transformed() -> bool:
 
     The autograd of ``register_autograd`` has no ``setup_context`` for ``torch.func.grad``
     (pytorch#168393): under a transform the operators go through autograd Functions
-    (:func:`scatterx._torch_op_rules.functions`).
+    (:func:`scatterx._torch_op_rules.functions`). Dynamo reads ``is_dynamo_compiling`` as
+    true; elsewhere it is false, in every thread (see :func:`compiling`).
     """
-    torch = sys.modules["torch"]
-    if torch.compiler.is_compiling():
+    torch = sys.modules["torch"]  # operators() has imported it
+    if torch.compiler.is_dynamo_compiling():
         return False
     return torch._C._functorch.maybe_current_level() is not None
 
@@ -288,11 +341,15 @@ def _gather(
     return result.contiguous() if out is None else None
 
 
+_NAMES = ("scatter_elements", "gather_elements", "scatter_elements_out", "gather_elements_out")
+
+
 def _define() -> None:
+    """Define the four operators (under :data:`_DEFINING`, once)."""
     import torch
 
     library = "scatterx"
-    if hasattr(torch.ops, library) and hasattr(torch.ops.scatterx, "scatter_elements"):
+    if all(hasattr(torch.ops.scatterx, name) for name in _NAMES):
         return  # defined already (a reloaded module)
 
     define = torch.library.custom_op
