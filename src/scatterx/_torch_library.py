@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _torch_ops
 from ._interop import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
+from ._overlap import refuse_self_overlap
 from ._request import GatherRequest, Request
 
 _EARLY: dict[type, Route] = {}  # see the module docstring: filled without a lock
@@ -75,7 +76,10 @@ class Torch(Library):
         write; under ``torch.no_grad()`` it runs, as ``p.scatter_`` does), that is sparse,
         an inference tensor outside ``inference_mode`` (as torch refuses its own in-place
         ops), or whose lazy conjugate or negative bit is set (the write would go to a
-        resolved copy)."""
+        resolved copy); and, before anything is written, one whose strides do not prove its
+        elements apart (contract section 7: the rule's own ValueError, strides counted in
+        elements as torch gives them; compiled, the ``*_out`` operators' fake run raises
+        it)."""
         torch = _torch()
         if out.layout is not torch.strided:
             msg = f"out is a {out.layout} tensor: scatterx writes into strided tensors only"
@@ -98,6 +102,7 @@ class Torch(Library):
                 "written into it; pass out.resolve_conj().resolve_neg() and use that tensor"
             )
             raise ValueError(msg)
+        refuse_self_overlap(tuple(out.shape), out.stride(), 1)
 
     def wrote(self, out: Array) -> None:
         """Bump ``out``'s version counter, as torch's own in-place operations do: autograd

@@ -29,6 +29,7 @@ from typing import Any
 
 from . import _torch_op_rules as rules
 from ._config import Configured
+from ._overlap import refuse_self_overlap
 from ._torch_op_rules import Operators
 
 Tensor = Any
@@ -374,6 +375,14 @@ def _define() -> None:
     @gather_elements.register_fake
     def _(data: Tensor, indices: Tensor, *rest: Any) -> Tensor:
         return data.new_empty(indices.shape)
+
+    # Where dynamo (or export) traces a write into out, the rule of contract section 7 on
+    # its fake strides: the eager call's ValueError, before AOTAutograd meets the layout.
+    @scatter_elements_out.register_fake
+    @gather_elements_out.register_fake
+    def _(*arguments: Any) -> None:
+        out = arguments[-1]
+        refuse_self_overlap(tuple(out.shape), tuple(out.stride()), 1)
 
     scatter_elements.register_autograd(rules.scatter_backward, setup_context=rules.scatter_context)
     gather_elements.register_autograd(rules.gather_backward, setup_context=rules.gather_context)
