@@ -12,11 +12,11 @@ which autograd may run on another thread.
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 from typing import Any
 
 from ._grad import Rules, gather_vjp, scatter_vjp
+from ._once import Once
 from ._request import GatherRequest, Request, ScatterRequest
 
 
@@ -69,20 +69,6 @@ def _rules(calls: Any) -> Rules:
     )
 
 
-_FUNCTIONS: Any = None
-_FUNCTIONS_LOCK = threading.Lock()
-
-
-def _functions() -> Any:
-    """The autograd Functions, defined on first use (importing scatterx loads no torch)."""
-    global _FUNCTIONS
-    if _FUNCTIONS is None:
-        with _FUNCTIONS_LOCK:  # one pair for every thread: a thread that comes meanwhile waits
-            if _FUNCTIONS is None:
-                _FUNCTIONS = _define()
-    return _FUNCTIONS
-
-
 def _define() -> Any:
     import torch
 
@@ -133,3 +119,7 @@ def _define() -> Any:
             return None, None, d_data, None
 
     return SimpleNamespace(Scatter=Scatter, Gather=Gather)
+
+
+#: The autograd Functions, defined on first use (importing scatterx loads no torch).
+_functions = Once(_define)

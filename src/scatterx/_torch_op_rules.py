@@ -10,12 +10,12 @@ autograd of ``register_autograd`` has no ``setup_context`` there (pytorch#168393
 from __future__ import annotations
 
 import sys
-import threading
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._grad import Rules, gather_vjp, scatter_vjp
+from ._once import Once
 
 if TYPE_CHECKING:
     import torch
@@ -147,21 +147,6 @@ def _call(info: Any, function: str, operator: str) -> Callable[..., Tensor]:
     return getattr(overloads(), operator)  # type: ignore[no-any-return]
 
 
-_FUNCTIONS: Any = None
-_FUNCTIONS_LOCK = threading.Lock()
-
-
-def functions() -> Any:
-    """The operators as autograd Functions that ``torch.func`` can transform (defined on
-    first use): the same forward, gradients and batching rules."""
-    global _FUNCTIONS
-    if _FUNCTIONS is None:
-        with _FUNCTIONS_LOCK:  # one pair for every thread: a thread that comes meanwhile waits
-            if _FUNCTIONS is None:
-                _FUNCTIONS = _define_functions()
-    return _FUNCTIONS
-
-
 def _define_functions() -> Any:
     ops = overloads()
     return SimpleNamespace(
@@ -216,3 +201,8 @@ class _Marked:
 
     def __init__(self, info: Any) -> None:
         self.batch_size = info.batch_size
+
+
+#: The operators as autograd Functions that ``torch.func`` can transform (defined on first
+#: use): the same forward, gradients and batching rules.
+functions = Once(_define_functions)
