@@ -80,7 +80,7 @@ def scatter_vjp(
         return _none(rules, g, indices, axis, wanted)
     if reduction == "mul":
         return _mul(rules, g, data, indices, updates, axis, wanted)
-    return _extremum(rules, g, data, indices, updates, out, axis, wanted)
+    return _extremum(rules, g, (data, indices, updates, out), axis, wanted)
 
 
 def _none(
@@ -105,16 +105,11 @@ def _none(
 
 
 def _extremum(
-    rules: Rules,
-    g: Array,
-    data: Array,
-    indices: Array,
-    updates: Array,
-    out: Array,
-    axis: int,
-    wanted: Wanted,
+    rules: Rules, g: Array, call: tuple[Array, Array, Array, Array], axis: int, wanted: Wanted
 ) -> tuple[Array | None, Array | None]:
-    """``g`` of each target shared equally by the values equal to the result there."""
+    """``g`` of each target shared equally by the values equal to the result there;
+    ``call``: the call's data, indices and updates, and its result."""
+    data, indices, updates, out = call
     xp = rules.xp
     data_ties = data == out
     update_ties = updates == rules.gather(out, indices, axis=axis)

@@ -144,8 +144,19 @@ class GathersElements(Protocol):
     """
 
     def gather_elements(self, request: GatherRequest) -> Any:
-        """The gather of ``request`` (validated), as a new array of the shape of
-        ``request.indices`` and of the library, device and dtype of ``request.data``."""
+        """Compute the gather of ``request`` as a new array.
+
+        Parameters
+        ----------
+        request : GatherRequest
+            The validated call.
+
+        Returns
+        -------
+        array
+            A new array of the shape of ``request.indices``, and of the library, device
+            and dtype of ``request.data``.
+        """
         ...
 
 
