@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 import scatterx
-import scatterx.__main__ as scatterx_main
 import scatterx_bench
 import scatterx_numba
 from _backends import UnavailableBackend, WrongBackend
@@ -139,44 +138,48 @@ def test_check_fails_a_wrong_backend(clean_selection: None) -> None:
     assert "FAILED: " in text.splitlines()[-1]
 
 
-# python -m scatterx bench, and the cases and contestants every benchmark harness shares.
-# Times are never asserted: these check what runs, what is skipped and what is computed.
+# The harness's command, python asv_bench/bench.py, and the cases and contestants every
+# benchmark harness shares. Times are never asserted: these check what runs, what is skipped
+# and what is computed.
 
 TINY = 1 / 512  # the standard cases with a few thousand updates: seconds, not minutes
 CONTESTANTS = ("numpy", *CPU_PEERS)  # numba left out: its compiles would dominate the suite
+BENCH_PY = Path(scatterx_bench.__file__).resolve().parents[1] / "bench.py"
 
 
 def test_bench_help_names_the_options() -> None:
-    result = _run("bench", "--help")
+    # python asv_bench/bench.py runs as a script: Python puts asv_bench on sys.path itself.
+    result = subprocess.run(
+        [sys.executable, str(BENCH_PY), "--help"], capture_output=True, text=True, check=False
+    )
     assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python asv_bench/bench.py")
     for option in ("--case", "--reduction", "--mode", "--size", "--json", "--plot"):
         assert option in result.stdout
 
 
 def test_import_scatterx_leaves_the_bench_alone() -> None:
-    # The harness is not in the installed package, and importing scatterx loads none of it.
+    # The harness is not in the installed package, and neither importing scatterx nor its
+    # command line loads any of it.
     code = (
-        "import sys, importlib.util, scatterx\n"
+        "import sys, importlib.util, scatterx, scatterx.__main__\n"
         "print(importlib.util.find_spec('scatterx._bench'), [m for m in sys.modules if "
         "m.startswith(('scatterx._bench', 'scatterx_bench')) or m == 'matplotlib'])"
     )
     assert run_python(code).strip() == "None []"
 
 
-def test_bench_finds_the_harness_of_the_source_checkout() -> None:
-    folder = scatterx_main.find_harness()
-    assert folder is not None
-    assert folder == Path(scatterx_bench.__file__).resolve().parents[1]
-
-
-def test_bench_without_a_checkout_says_the_command_to_run(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(scatterx_main, "find_harness", lambda: None)
-    assert scatterx_main.main(["bench", "--help"]) == 2
-    error = capsys.readouterr().err
-    assert "not part of the installed scatterx" in error
-    assert "python asv_bench/bench.py --help" in error
+def test_scatterx_has_no_bench_command_and_names_the_harness() -> None:
+    result = _run("bench", "--help")
+    assert result.returncode == 2  # argparse's usage error
+    assert result.stdout == ""
+    error = result.stderr.splitlines()
+    assert error[0].startswith("usage: python -m scatterx")
+    assert error[1] == (
+        "python -m scatterx: error: 'bench' left the installed scatterx: from a checkout, "
+        "run python asv_bench/bench.py"
+    )
+    assert "python asv_bench/bench.py --help" in " ".join(_run("--help").stdout.split())
 
 
 def test_bench_runs_and_prints_a_row_per_case_reduction_and_mode(

@@ -15,8 +15,9 @@ import pytest
 from _subprocess import run_python
 
 PACKAGE = "scatterx_bench"
-HARNESS = Path(__file__).resolve().parents[1] / "asv_bench" / PACKAGE
-FRONT_END = Path(__file__).resolve().parents[1] / "src" / "scatterx"
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "asv_bench" / PACKAGE
+FRONT_END = ROOT / "src" / "scatterx"
 Graph = dict[str, set[str]]
 
 
@@ -87,6 +88,16 @@ def test_the_harness_has_no_import_circle() -> None:
     assert "cases" in graph["cli"]  # the graph holds the harness's imports
     cycle = find_cycle(graph)
     assert cycle is None, f"import circle in {HARNESS}: {' -> '.join(cycle or [])}"
+
+
+def test_nothing_installed_reaches_up_into_the_harness() -> None:
+    # The harness imports scatterx, never the other way round: no module of src/ or
+    # backends/ names it, not even as a string for importlib (python -m scatterx bench was
+    # the last that did; the harness's command is python asv_bench/bench.py).
+    sources = [*(ROOT / "src").rglob("*.py"), *(ROOT / "backends").rglob("*.py")]
+    assert len(sources) > 20
+    naming = sorted(str(p.relative_to(ROOT)) for p in sources if PACKAGE in p.read_text())
+    assert not naming, naming
 
 
 def test_the_front_end_has_no_import_circle() -> None:
