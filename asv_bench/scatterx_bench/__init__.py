@@ -1,7 +1,7 @@
 """Benchmark harness of scatterx, beside its asv suites (not installed, not public API).
 
-Run from a checkout: ``python asv_bench/bench.py --help`` (``python -m scatterx bench``
-forwards there). :mod:`.cases` holds the standard cases and every contestant (the peers in
+Run from a checkout: ``python asv_bench/bench.py --help`` (nothing installed imports it).
+:mod:`.cases` holds the standard cases and every contestant (the peers in
 :mod:`.peers`, what they are built from in :mod:`.base`), in both modes (a new array, in
 place), shared by the command, the asv suites of ``asv_bench/benchmarks`` and
 ``tools/gpu_bench.py``; :mod:`.libraries` puts the cases on torch tensors and JAX arrays,

@@ -209,12 +209,9 @@ def _load() -> float | None:
         return None
 
 
-def main(argv: list[str], prog: str = PROG) -> int:
-    """Run the benchmark and print the table(s); returns the exit status.
-
-    ``prog`` is the command's name, in its help and in the record of ``--json``.
-    """
-    parser = options.parser(prog)
+def main(argv: list[str]) -> int:
+    """Run the benchmark and print the table(s); returns the exit status."""
+    parser = options.parser()
     args = parser.parse_args(argv)
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         parser.error(f"--plot needs matplotlib: {BENCH_EXTRA}")
@@ -238,10 +235,10 @@ def main(argv: list[str], prog: str = PROG) -> int:
             from .hand_bench import run
 
             return run(args)
-        return _grad(args) if args.grad else _run(args, argv, prog)
+        return _grad(args) if args.grad else _run(args, argv)
 
 
-def _run(args: argparse.Namespace, argv: list[str], prog: str) -> int:
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
     """The standard table, the libraries' tables, their record and charts."""
     load = [_load()]
     rows, columns, runs = _measure(args)
@@ -262,7 +259,7 @@ def _run(args: argparse.Namespace, argv: list[str], prog: str) -> int:
         in_place = any(row.mode == "in-place" for row in rows)
         notes = IN_PLACE_NOTES if in_place else ()
         data = record(
-            rows, columns, [prog, *argv], (args.rounds, args.repeat), list(CPU_PEERS), notes
+            rows, columns, [PROG, *argv], (args.rounds, args.repeat), list(CPU_PEERS), notes
         )
         data["machine"]["load_average_1min"] = {"start": load[0], "end": load[1]}
         data["libraries"] = {run.library: run.record() for run in runs}

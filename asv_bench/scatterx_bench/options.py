@@ -11,16 +11,16 @@ from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .libraries import LIBRARIES
 from .timing import CALLS, ROUNDS
 
-#: The command that runs :func:`main` from a checkout (``python -m scatterx bench`` too).
+#: The command that runs :func:`.cli.main`, from a checkout: its name in help and in ``--json``.
 PROG = "python asv_bench/bench.py"
 
 #: ``--repeat``'s default for the tables that time each contestant in a block.
 BLOCK_REPEAT = 7
 
 
-def parser(prog: str = PROG) -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog,
+        prog=PROG,
         description="Median milliseconds of every available backend, the peers and the "
         "copy floor on performance.md's standard cases, measured in one process. "
         f"Peers that are not installed are skipped, with what to install ({BENCH_EXTRA}).",
