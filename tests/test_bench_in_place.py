@@ -143,7 +143,7 @@ def _docs_extension() -> ModuleType:
 def _record(rows: list[dict[str, Any]], **more: Any) -> dict[str, Any]:
     machine = {"cpus": 2, "cpu_model": "cpu", "platform": "linux", "python": "3.11"}
     return {
-        "command": "python -m scatterx bench",
+        "command": "python asv_bench/bench.py",
         "unit": "ms",
         "statistic": "median",
         "machine": machine,
