@@ -12,7 +12,8 @@ import scatterx
 from _subprocess import run_python
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
 from scatterx_numba import _launch, _plan, backend
-from scatterx_numba._plan import Plan, Strategy
+from scatterx_numba._plan import Plan
+from scatterx_numba._views import Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -365,12 +366,12 @@ def test_owner_strategy_with_several_outer_positions(
 # Owners on 16 threads: the scratch must stay near one output, not one per thread.
 OWNER_MEMORY_SCRIPT = """
 import tracemalloc, numpy as np, scatterx
-from scatterx_numba import _plan
+from scatterx_numba import _plan, _views
 rng = np.random.default_rng(0)
 data = rng.standard_normal(1 << 20).astype(np.float32)
 indices = rng.integers(0, data.size, 2 * data.size)
 updates = rng.standard_normal(indices.size).astype(np.float32)
-assert _plan.plan(data.shape, indices.shape, 0, 4, 16).strategy == _plan.Strategy.OWNERS
+assert _plan.plan(data.shape, indices.shape, 0, 4, 16).strategy == _views.Strategy.OWNERS
 call = lambda: scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
 call()  # compiles first: the compiler's own allocations do not count
 tracemalloc.start()
@@ -387,21 +388,21 @@ def test_owner_strategy_memory_is_bounded_by_the_output() -> None:
 
 def test_only_small_position_maps_are_kept() -> None:
     """A call whose indices are long off the axis makes its maps afresh; small ones are kept."""
-    from scatterx_numba import _run
+    from scatterx_numba import _views
 
     small = (np.zeros((4, 8), np.float32), np.zeros((2, 8), np.int64), np.ones((2, 8), np.float32))
-    wide = _run._KEPT_MAP + 1
+    wide = _views._KEPT_MAP + 1
     large = (
         np.zeros((2, wide), np.float32),
         np.zeros((1, wide), np.int64),
         np.ones((1, wide), np.float32),
     )
-    _run._kept_maps.cache_clear()
+    _views._kept_maps.cache_clear()
     for data, indices, updates in (small, large):
         out = scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
         expected = scatterx.scatter_elements(
             data, indices, updates, reduction="add", backend="numpy"
         )
         assert np.array_equal(out, expected)
-    kept = _run._kept_maps.cache_info().currsize
+    kept = _views._kept_maps.cache_info().currsize
     assert kept == 1, kept

@@ -28,7 +28,7 @@ pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 import numba
 
 import scatterx_numba
-from scatterx_numba import _background, _call, _plan, _runtime
+from scatterx_numba import _background, _call, _runtime, _views
 
 COMPILING = "compiling float32 add kernels in the background; numpy runs meanwhile"
 
@@ -224,7 +224,7 @@ def test_the_launches_of_the_plan_are_the_launches_made(
         # their own kernel: a bounds pass there is the whole rows' alone).
         unmade = [launch for key, launch in planned.items() if key not in made]
         kernels = [launch.params[0] for launch in unmade if launch.maker == "kernel"]
-        assert kernels in ([], [_plan.Strategy.ROWS], [_plan.Strategy.COLUMNS])
+        assert kernels in ([], [_views.Strategy.ROWS], [_views.Strategy.COLUMNS])
         passes = [launch.params for launch in unmade if launch.maker != "kernel"]
         assert not passes or (kernels and set(passes) <= {("copy_words",), ("index_range",)})
         assert len(passes) <= 2

@@ -15,8 +15,9 @@ from scatterx.testing import (
     reference_scatter_elements,
     reference_with_free_nans,
 )
-from scatterx_numba import _launch, _plan, _run, _runtime
-from scatterx_numba._plan import Plan, Strategy
+from scatterx_numba import _launch, _plan, _runtime, _views
+from scatterx_numba._plan import Plan
+from scatterx_numba._views import Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -138,14 +139,14 @@ def test_any_task_count_on_the_threads_there_are(
 def test_three_numba_threads_in_a_process_of_their_own() -> None:
     code = """
 import numpy as np, scatterx
-from scatterx_numba import _plan
+from scatterx_numba import _plan, _views
 from scatterx.testing import reference_scatter_elements
 _plan.BINNED_MIN_ROWS, _plan.BINNED_WAVE_ROWS = 64, 700
 rng = np.random.default_rng(4)
 data = rng.standard_normal(50).astype(np.float32)
 indices = rng.integers(-50, 50, size=3001)
 updates = rng.standard_normal(3001).astype(np.float32)
-assert _plan.plan((50,), (3001,), 0, 4, 3).strategy == _plan.Strategy.BINNED
+assert _plan.plan((50,), (3001,), 0, 4, 3).strategy == _views.Strategy.BINNED
 got = scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
 want = reference_scatter_elements(data, indices, updates, reduction="add")
 print(got.tobytes() == want.tobytes())
@@ -193,12 +194,12 @@ def test_the_kernel_writes_no_output_before_every_index_is_in_bounds(
     out = np.full((1, size, 1), 7.0, np.float32)
     band = _plan.wave_rows(rows)
     plan = Plan(Strategy.BINNED, 2, band)
-    maps = _run._readonly(np.zeros(1, np.int64))
+    maps = _views.readonly(np.zeros(1, np.int64))
     arrays = (
         out,
-        _run._readonly(data.reshape(1, size, 1)),
-        _run._readonly(indices.reshape(1, rows, 1)),
-        _run._readonly(updates.reshape(1, rows, 1)),
+        _views.readonly(data.reshape(1, size, 1)),
+        _views.readonly(indices.reshape(1, rows, 1)),
+        _views.readonly(updates.reshape(1, rows, 1)),
         maps,
         maps,
     )

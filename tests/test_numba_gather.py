@@ -19,11 +19,11 @@ from scatterx_numba import (
     _gather_launch,
     _launch,
     _layout,
+    _checks,
     _plan,
-    _run,
     backend,
 )
-from scatterx_numba._plan import GatherParams
+from scatterx_numba._views import GatherParams
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -184,7 +184,7 @@ def test_rows_of_one_id_are_copied_whole(two_threads: None, key: str) -> None:
     indices = np.repeat(rng.integers(-40, 40, size=(300, 1)), 96, axis=1)
     indices[1::7, 5] = 0  # some rows mixed: they run element by element
     three_d = indices.reshape(1, 300, 96)
-    ids = _run.constant_rows((three_d[0, 0], three_d[-1, -1]))
+    ids = _checks.constant_rows((three_d[0, 0], three_d[-1, -1]))
     assert ids
     params, _ = _plan.gather_plan(data.shape, indices.shape, 0, data.itemsize, 2, constant_rows=ids)
     assert params.band == 96

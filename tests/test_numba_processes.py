@@ -44,8 +44,8 @@ import numpy as np, scatterx
 out = scatterx.scatter_elements(np.zeros((4, 5), np.float32), np.array([[1, 2, 0, 3, 1]]),
                                 np.ones((1, 5), np.float32), reduction="add", backend="numba")
 elapsed = time.perf_counter() - start
-from scatterx_numba import _plan, _runtime
-stats = _runtime.kernel(_plan.Strategy.COLUMNS, "plain", "add").stats
+from scatterx_numba import _runtime, _views
+stats = _runtime.kernel(_views.Strategy.COLUMNS, "plain", "add").stats
 print(json.dumps({"seconds": elapsed, "hits": sum(stats.cache_hits.values()),
                   "sum": float(out.sum())}))
 """

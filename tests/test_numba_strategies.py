@@ -15,7 +15,8 @@ from scatterx.testing import (
     reference_with_free_nans,
 )
 from scatterx_numba import _plan, _runtime, backend
-from scatterx_numba._plan import Plan, Strategy
+from scatterx_numba._plan import Plan
+from scatterx_numba._views import Strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 

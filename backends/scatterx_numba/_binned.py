@@ -31,10 +31,16 @@ from typing import Any
 import numpy as np
 
 from ._ops import fold
-from ._plan import BINNED_COST_PERCENT
 from ._tasks import copy_span, inner_function, share, wrap
 
 _ONE = np.uint64(1)
+#: What binning an update costs, in percent of applying it in place, with both running at
+#: once: the first task of a wave applies ``this / ((n_tasks - 1) * 100 + this)`` of it.
+#: Compiled into the kernels: a change needs a cold numba cache (and comes with a change
+#: of ``_kernels``, whose stamp numba's cache checks). Machine-dependent: 100 was best on
+#: the AMD EPYC of 2026-11, 160-200 on the Intel Xeon of 2026-12-03, where binning costs
+#: 1.95 ns an update against 1.52 for applying (docs/backends/numba.md).
+BINNED_COST_PERCENT = 160
 
 
 @inner_function
@@ -51,7 +57,7 @@ def _wave(rows: int, band: int, wave: int, n_tasks: int) -> tuple[int, int, int]
     """``(start, middle, stop)`` of a wave: the first task applies ``[start, middle)``.
 
     The first task's share balances the others' binning against its applying (see
-    ``_plan.BINNED_COST_PERCENT``: compiled in, so a change needs a cold cache).
+    ``BINNED_COST_PERCENT``: compiled in, so a change needs a cold cache).
     """
     start = wave * band
     stop = min(start + band, rows)

@@ -19,6 +19,7 @@ import numpy as np
 from scatterx.backend import GatherRequest, Request, ScatterRequest
 
 from . import _layout, _plan
+from ._views import kernel_ready
 
 Array = np.ndarray[Any, Any]
 #: Indices per task of the pass over the indices' range (``_passes.index_range``).
@@ -37,12 +38,6 @@ _STORAGE: dict[str, np.dtype[Any]] = {
 def native(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """``dtype`` in native byte order."""
     return dtype.newbyteorder("=") if dtype.byteorder not in "=|" else dtype
-
-
-def kernel_ready(array: Array, dtype: np.dtype[Any]) -> bool:
-    """Whether ``array`` can be handed over as is: C order, native, aligned."""
-    flags = array.flags
-    return bool(flags.c_contiguous and flags.aligned and array.dtype == dtype)
 
 
 def writes_into(out: Array | None, dtype: np.dtype[Any]) -> bool:

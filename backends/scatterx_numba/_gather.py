@@ -9,14 +9,8 @@ import numpy as np
 from scatterx.backend import GatherRequest
 
 from . import _call, _gather_launch, _layout, _runtime
-from ._run import (
-    _destination,
-    _input,
-    _maps,
-    _raise_first_bad,
-    check_before_writing,
-    constant_rows,
-)
+from ._checks import check_before_writing, constant_rows, raise_first_bad
+from ._views import destination, kernel_input, maps
 
 Array = np.ndarray[Any, Any]
 
@@ -45,11 +39,11 @@ def gather_elements(request: GatherRequest) -> Array:
     data: Array = request.data
     shape, index_shape, axis = request.shape, request.index_shape, request.axis
     call = _call.describe(request)
-    out = _destination(call, request.out, index_shape, data.dtype)
+    out = destination(call.into_out, request.out, index_shape, data.dtype)
     if request.n_indices == 0:
         return out
     index_dtype = call.index_dtype
-    indices = _input(request.indices, index_dtype, index_dtype)
+    indices = kernel_input(request.indices, index_dtype, index_dtype)
     threads = _runtime.num_threads()
     plan = _gather_launch.gather_launch_plan(call, threads)
     idx = plan.arrays.idx.of(indices)
@@ -58,7 +52,7 @@ def gather_elements(request: GatherRequest) -> Array:
     if plan.bounds is not None:
         check_before_writing(indices, request)
     specs = plan.arrays
-    outer_map, inner_map = _maps(shape, index_shape, axis)
+    outer_map, inner_map = maps(shape, index_shape, axis)
     arrays = (
         specs.out.of(out),
         _source(data, axis, specs.data),
@@ -68,7 +62,7 @@ def gather_elements(request: GatherRequest) -> Array:
     )
     kernel = _runtime.gather_kernel(plan.width)
     bad: Array = _runtime.launch(kernel, arrays, tuple(plan.params), plan.n_tasks)
-    _raise_first_bad(bad, request)
+    raise_first_bad(bad, request)
     if data.dtype.kind == "b":
         # Copied raw, then made canonical: a pass over the result, not over all of data.
         np.not_equal(out.view(np.uint8), 0, out=out)

@@ -8,7 +8,7 @@ per element, strided as the caller's array. ``idx`` is ``(outer', rows, inner')`
 ``data`` (the off-axis dimensions of indices may be shorter than those of data).
 
 The work is cut into units: a band of columns of a chunk of rows of one outer position
-(:class:`scatterx_numba._plan.GatherParams` says how many of each). A unit walks its
+(:class:`scatterx_numba._views.GatherParams` says how many of each). A unit walks its
 part of ``idx`` in C order and stops at its first bad index, which is then the first of
 its part; a task runs a contiguous range of units and keeps the first of their first bad
 indices, so the first of all tasks is the first in C order.
@@ -22,8 +22,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from ._plan import GatherParams
 from ._tasks import inner_function, share, wrap
+from ._views import GatherParams
 
 # Inlined where it is called, before typing. The two loops of a unit are not: inlined
 # into one function, the whole-row loop slowed the one-column loop (last axis) 1.4x.
@@ -132,7 +132,7 @@ def gather_kernel(width: int) -> Any:
     """The kernel for elements of ``width`` unsigned words; ``width`` is its cache key.
 
     ``kernel(arrays, params, n_tasks)`` takes ``(out, data, idx, outer_map, inner_map)``
-    and the fields of a :class:`scatterx_numba._plan.GatherParams` as plain tuples
+    and the fields of a :class:`scatterx_numba._views.GatherParams` as plain tuples
     (numba types them faster than named ones) and returns each task's -1 or the flat
     C-order position in ``idx`` of its first bad index. As for the scatter kernels
     (:mod:`scatterx_numba._kernels`), the width is a free variable of plain data, so

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _plan
 from ._call import Arg, Call, Launch, bounds_launch
+from ._views import GatherParams
 
 _INT64 = np.dtype(np.int64)
 
@@ -38,7 +39,7 @@ class GatherLaunchPlan:
     word: np.dtype[Any]  # the unsigned dtype elements move as (``_plan.words``)
     width: int  # words per element
     arrays: GatherArgs
-    params: _plan.GatherParams
+    params: GatherParams
     n_tasks: int
 
     @property

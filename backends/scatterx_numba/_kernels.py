@@ -31,7 +31,7 @@ numba stamps a kernel's cache entries with this file's time and size alone: afte
 change to a task's module (``_tasks``, ``_rows``, ``_ops``, ...) a process would load the code of
 the old task from a warm cache. Such a change comes with a change here (as the column
 units did, their 2-D views and prefetches of one-column data, the owners' plain copies
-of their rows, and the binned waves' split, ``_plan.BINNED_COST_PERCENT``), or with a
+of their rows, and the binned waves' split, ``_binned.BINNED_COST_PERCENT``), or with a
 cold cache.
 """
 
@@ -49,12 +49,10 @@ from numba.extending import overload
 from . import _ops
 from ._binned import apply_bins_task, bin_task
 from ._claims import claim, counters, fetch_add, wait_until
-from ._launch import KernelParams
-from ._plan import Strategy
 from ._rows import apply_task, target_task
-from ._run import KernelArrays
 from ._segments import fold_task, last_position_task, merge_last_task, merge_task
 from ._tasks import all_in_bounds, column_task, first_bad_index, owner_task, wave_found
+from ._views import KernelArrays, KernelParams, Strategy
 
 _kernel = nb.njit(parallel=True, cache=True, nogil=True)
 #: Indices per share of the columns kernel's check of its indices.
@@ -190,7 +188,7 @@ def scatter_kernel(strategy: Strategy, family: str, reduction: str) -> Any:
     than a named one, which a small call feels) and names them again inside; ``scratch``
     is the strategy's own 2-D array (see ``_launch._scratch``). It returns each
     first-pass task's result: -1, or the position of the first bad index it met (or
-    ``_plan.NOT_CONSTANT``, rows only).
+    ``_views.NOT_CONSTANT``, rows only).
     Families whose reductions are one function share its kernel (bool ``add`` is uint8
     ``max``), and so its compiled signatures.
     """

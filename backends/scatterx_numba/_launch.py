@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _call, _gather_launch, _plan
 from ._call import Arg, Call, Launch
+from ._views import KernelParams, Strategy
 
 _INT64 = np.dtype(np.int64)
 _BYTES = np.dtype(np.uint8)
@@ -32,18 +33,8 @@ PARALLEL_COPY_BYTES = 1 << 22
 COLUMN_LAUNCH_TASKS_PER_THREAD = 4
 
 
-class KernelParams(NamedTuple):
-    """The scalars of a scatter kernel's launch."""
-
-    band: int  # columns: inner positions per task
-    inner_same: bool  # columns: indices' inner shape is data's (no inner_map needed)
-    copy: bool  # the tasks copy data into out themselves (fused copy)
-    checked: bool  # a pass found every index in bounds before the kernel: columns skip it
-    check_first: bool  # columns: the kernel checks every index before its first write
-
-
 class ScatterArgs(NamedTuple):
-    """The arrays of a scatter kernel (``_run.KernelArrays``), as arguments."""
+    """The arrays of a scatter kernel (``_views.KernelArrays``), as arguments."""
 
     out: Arg
     data: Arg
@@ -101,19 +92,19 @@ def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
     outer, size, inner = _plan.split(call.shape, call.axis)
     n, total = plan.n_tasks, outer * size * inner
     strategy = plan.strategy
-    if strategy == _plan.Strategy.OWNERS:
+    if strategy == Strategy.OWNERS:
         return Scratch(Arg(kept, (n, outer * -(-size // n) * inner + 1), writeable=True))
-    if strategy == _plan.Strategy.SEGMENTS:
+    if strategy == Strategy.SEGMENTS:
         assert call.reduction is not None
         if call.reduction != "none":
             identity = _call.identity(call.family, call.reduction, call.dtype)
             return Scratch(Arg(kept, (n, total), writeable=True), identity)
         wide = math.prod(call.index_shape) > np.iinfo(np.int32).max
         return Scratch(Arg(np.dtype(np.int64 if wide else np.int32), (n, total), True), -1)
-    if strategy == _plan.Strategy.ROWS:
+    if strategy == Strategy.ROWS:
         index_outer, rows, _ = _plan.split(call.index_shape, call.axis)
         return Scratch(Arg(_INT64, (1, index_outer * rows), writeable=True))
-    if strategy == _plan.Strategy.BINNED:
+    if strategy == Strategy.BINNED:
         positions = -(-(plan.band * 4 + 64) // kept.itemsize)
         return Scratch(Arg(kept, (1, positions + size + plan.band), writeable=True))
     return Scratch(Arg(kept, (1, 1), writeable=True), placeholder=True)
@@ -126,10 +117,10 @@ def _fused_copy(plan: _plan.Plan, call: Call) -> bool:
     long as data off the axis, bands of whole rows. Narrower bands would copy their part
     as strided reads, slower than one thread's contiguous copy before the launch.
     """
-    if call.in_place or not call.data_ready or plan.strategy == _plan.Strategy.OWNERS:
+    if call.in_place or not call.data_ready or plan.strategy == Strategy.OWNERS:
         return False
     axis, shape, index_shape = call.axis, call.shape, call.index_shape
-    return plan.strategy != _plan.Strategy.COLUMNS or (
+    return plan.strategy != Strategy.COLUMNS or (
         shape[:axis] == index_shape[:axis]
         and shape[axis + 1 :] == index_shape[axis + 1 :]
         and plan.band == math.prod(shape[axis + 1 :])
@@ -158,9 +149,9 @@ def _writes_after_bounds(plan: _plan.Plan, fused: bool, in_place: bool) -> bool:
     """
     if not in_place and not fused:
         return False
-    if plan.strategy in (_plan.Strategy.SEGMENTS, _plan.Strategy.BINNED):
+    if plan.strategy in (Strategy.SEGMENTS, Strategy.BINNED):
         return True
-    return in_place and plan.strategy in (_plan.Strategy.ROWS, _plan.Strategy.OWNERS)
+    return in_place and plan.strategy in (Strategy.ROWS, Strategy.OWNERS)
 
 
 @dataclass(frozen=True)
@@ -199,7 +190,7 @@ class LaunchPlan:
     bounds_first: bool
     copy_first: Copy
     fused_copy: bool
-    kernel: tuple[_plan.Strategy, str, str]
+    kernel: tuple[Strategy, str, str]
     arrays: ScatterArgs
     scratch: Scratch
     params: KernelParams
@@ -221,7 +212,7 @@ class LaunchPlan:
         units that are single columns go a share of them to each of a few tasks per thread
         (a task costs more than a column of a few updates: last-axis-sparse)."""
         plan = self.strategy
-        if plan.strategy != _plan.Strategy.COLUMNS or plan.band > 1:
+        if plan.strategy != Strategy.COLUMNS or plan.band > 1:
             return plan.n_tasks
         return min(plan.n_tasks, COLUMN_LAUNCH_TASKS_PER_THREAD * self.threads)
 
@@ -240,12 +231,12 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     fused = _fused_copy(plan, call)
     bounds = call.into_out and not _writes_after_bounds(plan, fused, call.in_place)
     fallback = None
-    if plan.strategy == _plan.Strategy.ROWS:
+    if plan.strategy == Strategy.ROWS:
         fallback = _columns_after_rows(call, threads, choose(False), kept, checked=bounds)
     copy = _copy_first(call, fused, threads)
     # Columns check in the kernel's own first pass, not in a launch of their own, where
     # nothing writes into out before the kernel (no copy of data into it first).
-    check_first = bounds and plan.strategy == _plan.Strategy.COLUMNS and copy is Copy.NONE
+    check_first = bounds and plan.strategy == Strategy.COLUMNS and copy is Copy.NONE
     return _scatter_plan(
         call,
         threads,

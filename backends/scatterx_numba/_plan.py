@@ -9,10 +9,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import IntEnum
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
+
+from ._views import GatherParams, Strategy
 
 #: Narrowest column band, in bytes of a row of data.
 MIN_BAND_BYTES = 2048
@@ -25,8 +26,6 @@ OWNER_UPDATES_PER_ELEMENT = 2
 #: Owners read every update on every thread: with fewer threads than this, that costs
 #: more than one sequential column, so a few-column call runs as columns.
 OWNER_MIN_THREADS = 4
-#: A whole-row task's result when some index row is not constant: run as columns instead.
-NOT_CONSTANT = -2
 #: Whole-row (embedding) tasks need rows this long: each task scans every row's target.
 ROWS_MIN_INNER = 8
 #: Binned calls need this many updates: with fewer (their inputs in cache), one ordered
@@ -36,23 +35,6 @@ BINNED_MIN_ROWS = 1 << 19
 #: stay a few MiB, and far under glibc's 32 MiB mmap threshold, above which each call
 #: would fault in fresh pages.
 BINNED_WAVE_ROWS = 1 << 20
-#: What binning an update costs, in percent of applying it in place, with both running at
-#: once: the first task of a wave applies ``this / ((n_tasks - 1) * 100 + this)`` of it.
-#: Compiled into the kernels: a change needs a cold numba cache (and comes with a change
-#: of ``_kernels``, whose stamp numba's cache checks). Machine-dependent: 100 was best on
-#: the AMD EPYC of 2026-11, 160-200 on the Intel Xeon of 2026-12-03, where binning costs
-#: 1.95 ns an update against 1.52 for applying (docs/backends/numba.md).
-BINNED_COST_PERCENT = 160
-
-
-class Strategy(IntEnum):
-    """How a call is split into parallel tasks; each compiles to a kernel of its own."""
-
-    COLUMNS = 0
-    OWNERS = 1
-    ROWS = 2
-    SEGMENTS = 3
-    BINNED = 4
 
 
 @dataclass(frozen=True)
@@ -201,15 +183,6 @@ def words(dtype: np.dtype[Any]) -> tuple[np.dtype[Any], int]:
     if dtype.itemsize <= WORD_BYTES:
         return BITS[dtype.itemsize], 1
     return BITS[WORD_BYTES], dtype.itemsize // WORD_BYTES
-
-
-class GatherParams(NamedTuple):
-    """How a gather is cut into units (see :mod:`scatterx_numba._gather_kernel`)."""
-
-    same: bool  # indices' inner shape is data's (no inner_map needed)
-    band: int  # columns per unit
-    n_bands: int  # units across the columns of one row
-    n_chunks: int  # units down the rows of one outer position
 
 
 def gather_plan(

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ._ops import fold
-from ._plan import NOT_CONSTANT
 from ._tasks import copy_span, inner_function, share, wrap
+from ._views import NOT_CONSTANT
 
 
 @inner_function

@@ -80,7 +80,7 @@ def _load(key: tuple[Any, ...], module: str, factory: str, *args: Any) -> Any:
 
 
 def kernel(strategy: int, family: str, reduction: str) -> Any:
-    """The kernel of ``strategy`` (a ``_plan.Strategy``) for a storage family and reduction."""
+    """The kernel of ``strategy`` (a ``_views.Strategy``) for a storage family and reduction."""
     key = (strategy, family, reduction)
     return _load(key, "._kernels", "scatter_kernel", *key)
 

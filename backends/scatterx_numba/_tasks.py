@@ -1,8 +1,8 @@
 """The helpers every task shares, and the tasks of the one-pass strategies (columns, owners).
 
 Every task is ``task(arrays, scratch, params, task, n_tasks, op)``: ``arrays`` and
-``params`` are the :class:`scatterx_numba._run.KernelArrays` and
-:class:`scatterx_numba._launch.KernelParams` of the call, ``scratch`` the strategy's own 2-D
+``params`` are the :class:`scatterx_numba._views.KernelArrays` and
+:class:`scatterx_numba._views.KernelParams` of the call, ``scratch`` the strategy's own 2-D
 array, ``op`` the literal name of the reduction (see :func:`scatterx_numba._ops.fold`).
 
 Shapes seen here (the runner reshapes every call to them): ``out`` is ``(outer, size,
