@@ -11,9 +11,11 @@ import pytest
 import scatterx
 from _subprocess import run_python
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
-from scatterx_numba import _launch, _plan, backend
-from scatterx_numba._plan import Plan
+from scatterx_numba import backend
 from scatterx_numba._views import Strategy
+from scatterx_numba.plan import launch as _launch
+from scatterx_numba.plan import strategy as _strategy
+from scatterx_numba.plan.strategy import Plan
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -33,7 +35,7 @@ def _check(data: Array, indices: Array, updates: Array, axis: int, reduction: st
 @pytest.fixture
 def owners_on_few_threads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Owners on any number of threads (plans are cached: made again for this)."""
-    monkeypatch.setattr(_plan, "OWNER_MIN_THREADS", 1)
+    monkeypatch.setattr(_strategy, "OWNER_MIN_THREADS", 1)
     _launch.cache_clear()
     yield
     _launch.cache_clear()
@@ -86,7 +88,7 @@ def test_capabilities_decline_strings() -> None:
 )
 def test_strategy_from_shapes(shapes: Shapes, axis: int, threads: int, expected: Plan) -> None:
     data_shape, index_shape = shapes
-    assert _plan.plan(data_shape, index_shape, axis, 4, threads) == expected
+    assert _strategy.plan(data_shape, index_shape, axis, 4, threads) == expected
 
 
 def _histogram(dtype: str, seed: int) -> tuple[Array, Array, Array]:
@@ -128,7 +130,7 @@ def test_owner_strategy_matches_oracle(
     owners_on_few_threads: None, two_threads: None, dtype: str, reduction: str
 ) -> None:
     data, indices, updates = _histogram(dtype, 7)
-    assert _plan.plan(data.shape, indices.shape, 0, 4, 2).strategy == Strategy.OWNERS
+    assert _strategy.plan(data.shape, indices.shape, 0, 4, 2).strategy == Strategy.OWNERS
     _check(data, indices, updates, 0, reduction)
 
 
@@ -201,12 +203,12 @@ def test_columns_in_place_check_claimed_shares(
     """The in-place columns kernel checks its indices in shares claimed by whichever task
     is free (``_claims``), in the region that writes: more indices than one share, on
     one thread and on two, leave ``out`` untouched on a bad index and name the first."""
-    from scatterx_numba import _kernels
+    from scatterx_numba.kernels import scatter as _kernels
 
     rng = np.random.default_rng(11)
     indices = rng.integers(-40, 40, (3000, 30))
     assert indices.size > _kernels.CHECK_INDICES  # two shares
-    assert _plan.plan((3000, 40), indices.shape, 1, 4, threads).strategy == Strategy.COLUMNS
+    assert _strategy.plan((3000, 40), indices.shape, 1, 4, threads).strategy == Strategy.COLUMNS
     data = rng.standard_normal((3000, 40)).astype(np.float32)
     updates = rng.standard_normal(indices.shape).astype(np.float32)
     before = numba.get_num_threads()
@@ -359,19 +361,20 @@ def test_owner_strategy_with_several_outer_positions(
     data = rng.standard_normal((2, 29, 1)).astype(np.float32)
     indices = rng.integers(-29, 29, size=(2, 500, 1))
     updates = rng.standard_normal((2, 500, 1)).astype(np.float32)
-    assert _plan.plan(data.shape, indices.shape, 1, 4, 2).strategy == Strategy.OWNERS
+    assert _strategy.plan(data.shape, indices.shape, 1, 4, 2).strategy == Strategy.OWNERS
     _check(data, indices, updates, 1, "add")
 
 
 # Owners on 16 threads: the scratch must stay near one output, not one per thread.
 OWNER_MEMORY_SCRIPT = """
 import tracemalloc, numpy as np, scatterx
-from scatterx_numba import _plan, _views
+from scatterx_numba import _views
+from scatterx_numba.plan import strategy as _strategy
 rng = np.random.default_rng(0)
 data = rng.standard_normal(1 << 20).astype(np.float32)
 indices = rng.integers(0, data.size, 2 * data.size)
 updates = rng.standard_normal(indices.size).astype(np.float32)
-assert _plan.plan(data.shape, indices.shape, 0, 4, 16).strategy == _views.Strategy.OWNERS
+assert _strategy.plan(data.shape, indices.shape, 0, 4, 16).strategy == _views.Strategy.OWNERS
 call = lambda: scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
 call()  # compiles first: the compiler's own allocations do not count
 tracemalloc.start()

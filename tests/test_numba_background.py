@@ -28,7 +28,8 @@ pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 import numba
 
 import scatterx_numba
-from scatterx_numba import _background, _call, _runtime, _views
+from scatterx_numba import _background, _runtime, _views
+from scatterx_numba.plan import call as _call
 
 COMPILING = "compiling float32 add kernels in the background; numpy runs meanwhile"
 

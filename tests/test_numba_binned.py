@@ -15,9 +15,11 @@ from scatterx.testing import (
     reference_scatter_elements,
     reference_with_free_nans,
 )
-from scatterx_numba import _launch, _plan, _runtime, _views
-from scatterx_numba._plan import Plan
+from scatterx_numba import _runtime, _views
 from scatterx_numba._views import Strategy
+from scatterx_numba.plan import launch as _launch
+from scatterx_numba.plan import strategy as _strategy
+from scatterx_numba.plan.strategy import Plan
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -32,8 +34,8 @@ def binned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, int]]]:
 
     Yields the strategy and task count of each kernel launch of the test.
     """
-    monkeypatch.setattr(_plan, "BINNED_MIN_ROWS", 64)
-    monkeypatch.setattr(_plan, "BINNED_WAVE_ROWS", WAVE_ROWS)
+    monkeypatch.setattr(_strategy, "BINNED_MIN_ROWS", 64)
+    monkeypatch.setattr(_strategy, "BINNED_WAVE_ROWS", WAVE_ROWS)
     _launch.cache_clear()  # plans are cached: made again from these constants
     used: list[tuple[str, int]] = []
     strategies: dict[int, str] = {}
@@ -139,14 +141,15 @@ def test_any_task_count_on_the_threads_there_are(
 def test_three_numba_threads_in_a_process_of_their_own() -> None:
     code = """
 import numpy as np, scatterx
-from scatterx_numba import _plan, _views
+from scatterx_numba import _views
+from scatterx_numba.plan import strategy as _strategy
 from scatterx.testing import reference_scatter_elements
-_plan.BINNED_MIN_ROWS, _plan.BINNED_WAVE_ROWS = 64, 700
+_strategy.BINNED_MIN_ROWS, _strategy.BINNED_WAVE_ROWS = 64, 700
 rng = np.random.default_rng(4)
 data = rng.standard_normal(50).astype(np.float32)
 indices = rng.integers(-50, 50, size=3001)
 updates = rng.standard_normal(3001).astype(np.float32)
-assert _plan.plan((50,), (3001,), 0, 4, 3).strategy == _views.Strategy.BINNED
+assert _strategy.plan((50,), (3001,), 0, 4, 3).strategy == _views.Strategy.BINNED
 got = scatterx.scatter_elements(data, indices, updates, reduction="add", backend="numba")
 want = reference_scatter_elements(data, indices, updates, reduction="add")
 print(got.tobytes() == want.tobytes())
@@ -192,7 +195,7 @@ def test_the_kernel_writes_no_output_before_every_index_is_in_bounds(
     data = rng.standard_normal(size).astype(np.float32)
     updates = rng.standard_normal(rows).astype(np.float32)
     out = np.full((1, size, 1), 7.0, np.float32)
-    band = _plan.wave_rows(rows)
+    band = _strategy.wave_rows(rows)
     plan = Plan(Strategy.BINNED, 2, band)
     maps = _views.readonly(np.zeros(1, np.int64))
     arrays = (
@@ -212,18 +215,18 @@ def test_the_kernel_writes_no_output_before_every_index_is_in_bounds(
 
 def test_the_plan_picks_binned_for_one_long_column_of_float_arithmetic() -> None:
     histogram = ((65536,), (4194304,), 0, 4)
-    assert _plan.plan(*histogram, 2) == Plan(Strategy.BINNED, 2, 1 << 20)
-    assert _plan.plan(*histogram, 3).strategy == Strategy.BINNED
-    assert _plan.plan(*histogram, 1).strategy == Strategy.COLUMNS
-    assert _plan.plan(*histogram, 2, regroupable=True).strategy == Strategy.SEGMENTS
-    assert _plan.plan(*histogram, 4).strategy == Strategy.OWNERS
+    assert _strategy.plan(*histogram, 2) == Plan(Strategy.BINNED, 2, 1 << 20)
+    assert _strategy.plan(*histogram, 3).strategy == Strategy.BINNED
+    assert _strategy.plan(*histogram, 1).strategy == Strategy.COLUMNS
+    assert _strategy.plan(*histogram, 2, regroupable=True).strategy == Strategy.SEGMENTS
+    assert _strategy.plan(*histogram, 4).strategy == Strategy.OWNERS
     # Too few updates, data wider than the one column, updates not many per element.
-    assert _plan.plan((65536,), (400_000,), 0, 4, 2).strategy == Strategy.COLUMNS
-    assert _plan.plan((65536, 2), (4194304, 1), 0, 4, 2).strategy == Strategy.COLUMNS
-    assert _plan.plan((1 << 20,), (1 << 20,), 0, 4, 2).strategy == Strategy.COLUMNS
+    assert _strategy.plan((65536,), (400_000,), 0, 4, 2).strategy == Strategy.COLUMNS
+    assert _strategy.plan((65536, 2), (4194304, 1), 0, 4, 2).strategy == Strategy.COLUMNS
+    assert _strategy.plan((1 << 20,), (1 << 20,), 0, 4, 2).strategy == Strategy.COLUMNS
     # Waves of equal length, none longer than BINNED_WAVE_ROWS.
-    assert _plan.wave_rows((1 << 20) + 1) == (1 << 19) + 1
-    assert _plan.plan((1, 3000), (1, 1 << 19), 1, 8, 2) == Plan(Strategy.BINNED, 2, 1 << 19)
+    assert _strategy.wave_rows((1 << 20) + 1) == (1 << 19) + 1
+    assert _strategy.plan((1, 3000), (1, 1 << 19), 1, 8, 2) == Plan(Strategy.BINNED, 2, 1 << 19)
 
 
 def test_reference_agrees_on_a_plain_histogram(binned: list[tuple[str, int]]) -> None:

@@ -14,16 +14,16 @@ from scatterx._validate import normalise_gather
 from scatterx.testing import first_difference
 from scatterx_numba import (
     SMALL_CALL_UPDATES,
-    _call,
-    _gather,
-    _gather_launch,
-    _launch,
-    _layout,
     _checks,
-    _plan,
+    _gather,
     backend,
 )
 from scatterx_numba._views import GatherParams
+from scatterx_numba.plan import call as _call
+from scatterx_numba.plan import gather_launch as _gather_launch
+from scatterx_numba.plan import launch as _launch
+from scatterx_numba.plan import layout as _layout
+from scatterx_numba.plan import strategy as _strategy
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -42,10 +42,10 @@ def two_threads() -> Iterator[None]:
 @pytest.fixture
 def small_units(monkeypatch: pytest.MonkeyPatch, two_threads: None) -> Iterator[None]:
     """Many tasks, narrow bands and chunks of rows even on small arrays."""
-    monkeypatch.setattr(_plan, "MIN_TASK_INDICES", 1)
-    monkeypatch.setattr(_plan, "GATHER_TASKS_PER_THREAD", 8)
-    monkeypatch.setattr(_plan, "SLAB_BYTES", 1)
-    monkeypatch.setattr(_plan, "LINE_BYTES", 2)
+    monkeypatch.setattr(_strategy, "MIN_TASK_INDICES", 1)
+    monkeypatch.setattr(_strategy, "GATHER_TASKS_PER_THREAD", 8)
+    monkeypatch.setattr(_strategy, "SLAB_BYTES", 1)
+    monkeypatch.setattr(_strategy, "LINE_BYTES", 2)
     _launch.cache_clear()  # plans are cached: made again from these constants
     yield
     _launch.cache_clear()
@@ -186,7 +186,9 @@ def test_rows_of_one_id_are_copied_whole(two_threads: None, key: str) -> None:
     three_d = indices.reshape(1, 300, 96)
     ids = _checks.constant_rows((three_d[0, 0], three_d[-1, -1]))
     assert ids
-    params, _ = _plan.gather_plan(data.shape, indices.shape, 0, data.itemsize, 2, constant_rows=ids)
+    params, _ = _strategy.gather_plan(
+        data.shape, indices.shape, 0, data.itemsize, 2, constant_rows=ids
+    )
     assert params.band == 96
     _check(data, indices, 0)
 
@@ -196,7 +198,9 @@ def test_units_cut_across_rows_and_columns(small_units: None, axis: int) -> None
     rng = np.random.default_rng(4)
     data = _values(np.dtype(np.float32), rng, (5, 12, 9))
     indices = _random_indices(rng, data.shape, axis, 13)
-    params, n_tasks = _plan.gather_plan(data.shape, indices.shape, axis, 4, 2, constant_rows=False)
+    params, n_tasks = _strategy.gather_plan(
+        data.shape, indices.shape, axis, 4, 2, constant_rows=False
+    )
     assert n_tasks > 2
     if axis < 2:
         assert params.n_bands > 1
@@ -225,7 +229,9 @@ def test_units_from_shapes(
     rows: bool,
     expected: tuple[GatherParams, int],
 ) -> None:
-    assert _plan.gather_plan(data_shape, index_shape, axis, 4, 2, constant_rows=rows) == expected
+    assert (
+        _strategy.gather_plan(data_shape, index_shape, axis, 4, 2, constant_rows=rows) == expected
+    )
 
 
 def _first_bad_cases() -> dict[str, tuple[Array, Array, int]]:
@@ -297,7 +303,7 @@ def test_small_gathers_go_to_numpy_in_automatic_choice() -> None:
 )
 def test_strided_data_is_read_where_it_lies(layout: str, key: str, in_place: bool) -> None:
     data = _data_layouts(np.arange(24).astype(key).reshape(2, 3, 4))[layout]
-    width = _plan.words(data.dtype)[1]
+    width = _strategy.words(data.dtype)[1]
     call = _call.describe(normalise_gather(data, np.zeros((2, 1, 4), np.int64), 1))
     source = _gather._source(data, 1, _gather_launch.gather_launch_plan(call, 2).arrays.data)
     assert source.shape == (2, 3, 4 * width)

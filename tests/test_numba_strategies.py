@@ -14,9 +14,10 @@ from scatterx.testing import (
     reference_scatter_elements,
     reference_with_free_nans,
 )
-from scatterx_numba import _plan, _runtime, backend
-from scatterx_numba._plan import Plan
+from scatterx_numba import _runtime, backend
 from scatterx_numba._views import Strategy
+from scatterx_numba.plan import strategy as _strategy
+from scatterx_numba.plan.strategy import Plan
 
 numba = pytest.importorskip("numba", reason="numba is not installed (the numba extra)")
 
@@ -143,14 +144,17 @@ def test_float_arithmetic_never_takes_segments(
 
 def test_plan_picks_the_two_pass_strategies() -> None:
     histogram = ((65536,), (4194304,), 0, 4, 2)
-    assert _plan.plan(*histogram, regroupable=True) == Plan(Strategy.SEGMENTS, 2, 1)
-    assert _plan.plan(*histogram, regroupable=False).strategy == Strategy.BINNED
+    assert _strategy.plan(*histogram, regroupable=True) == Plan(Strategy.SEGMENTS, 2, 1)
+    assert _strategy.plan(*histogram, regroupable=False).strategy == Strategy.BINNED
     embedding = ((30000, 256), (16384, 256), 0, 4, 2)
-    assert _plan.plan(*embedding, constant_rows=True) == Plan(Strategy.ROWS, 2, 256)
-    assert _plan.plan(*embedding, constant_rows=False).strategy == Strategy.COLUMNS
+    assert _strategy.plan(*embedding, constant_rows=True) == Plan(Strategy.ROWS, 2, 256)
+    assert _strategy.plan(*embedding, constant_rows=False).strategy == Strategy.COLUMNS
     # One thread, or rows too short to pay for every task scanning every row: columns.
-    assert _plan.plan((30000, 256), (16384, 256), 0, 4, 1, constant_rows=True).band == 256
-    assert _plan.plan((300, 4), (1000, 4), 0, 4, 2, constant_rows=True).strategy == Strategy.COLUMNS
+    assert _strategy.plan((30000, 256), (16384, 256), 0, 4, 1, constant_rows=True).band == 256
+    assert (
+        _strategy.plan((300, 4), (1000, 4), 0, 4, 2, constant_rows=True).strategy
+        == Strategy.COLUMNS
+    )
 
 
 @pytest.mark.parametrize("strategy", ["rows", "segments", "last"])

@@ -6,7 +6,7 @@ checks it (negative indices count from the end, as in ONNX), keeps the C order o
 updates that meet at one element, and gives scatterx's bits. A new-mode loop returns a new
 array; an in-place loop writes into the caller's data, and only once every index is known
 good (a separate parallel check first, or a first pass that writes only private scratch).
-The parallel splits are scatterx's (:mod:`scatterx_numba._plan`), fixed for the case:
+The parallel splits are scatterx's (:mod:`scatterx_numba.plan.strategy`), fixed for the case:
 column bands for the squares, rows for last-axis-sparse, owners of output rows for
 embedding-grad, segments for 1d-histogram (none, max); its add, which no split leaves
 bit for bit, runs on one thread in order.
@@ -27,11 +27,11 @@ Array = np.ndarray[Any, Any]
 #: A hand loop: ``loop(data, indices, updates)``, the case's arrays; returns the result.
 HandLoop = Callable[[Array, Array, Array], Array]
 
-#: Columns per band of the square cases (scatterx's ``_plan.column_band`` for 4096 float32
+#: Columns per band of the square cases (scatterx's ``plan.strategy.column_band`` for 4096 float32
 #: columns on 2 threads: 2048 bytes).
 SQUARE_BAND = 512
 #: Rows ahead of the one being scattered whose targets last-axis-sparse prefetches (as
-#: scatterx's one-column rows, ``scatterx_numba._tasks.PREFETCH_ROWS``).
+#: scatterx's one-column rows, ``scatterx_numba.kernels.tasks.PREFETCH_ROWS``).
 AHEAD_ROWS = 4
 #: Indices per share of a separate bounds check.
 CHECK_CHUNK = 1 << 16
@@ -175,7 +175,7 @@ def _square(reduction: str, new: bool) -> HandLoop:
 @cache
 def _last_axis(reduction: str, new: bool) -> HandLoop:
     nb, fold, any_true = _nb(), _folds()[reduction], _any_true()
-    from scatterx_numba._tasks import prefetch  # llvm.prefetch, for writing
+    from scatterx_numba.kernels.tasks import prefetch  # llvm.prefetch, for writing
 
     @_jit(parallel=True, nogil=True)
     def rows(out: Any, data: Any, idx: Any, upd: Any) -> Any:

@@ -5,7 +5,7 @@ from its disk cache), which the numpy backend does not: it answers in millisecon
 same bits. So in automatic choice a call whose code is not loaded in this process yet
 is passed over (:func:`compiling` gives the reason, marked transient so that the choice
 is not remembered), while one daemon thread loads or compiles exactly the code that call
-needs: the launches of its plan (:mod:`scatterx_numba._launch`). Once it is in, calls of
+needs: the launches of its plan (:mod:`scatterx_numba.plan.launch`). Once it is in, calls of
 that kind run on numba.
 
 ``SCATTERX_NUMBA_COMPILE=wait`` (or :func:`set_compile_mode`) turns this off: automatic
@@ -27,7 +27,9 @@ import numpy as np
 
 from scatterx.backend import Request, TransientReason
 
-from . import _call, _launch, _runtime
+from . import _runtime
+from .plan import call as _call
+from .plan import launch as _launch
 
 ENV_VAR = "SCATTERX_NUMBA_COMPILE"
 #: Seconds a job waits before it starts: importing numba holds the interpreter's lock for
@@ -136,7 +138,7 @@ class Code(NamedTuple):
 
 
 def _stand_in(arg: Any) -> Any:
-    """A small argument of the kinds of ``arg`` (``_call.Arg``, tuples of them, scalars):
+    """A small argument of the kinds of ``arg`` (``plan.call.Arg``, tuples of them, scalars):
     its lengths cut to 2, since a C-ordered array's flags depend only on which lengths are
     0, 1 or more; a strided one of the C and F flags it names; named tuples as the plain
     tuples the kernels are launched with."""
@@ -167,7 +169,7 @@ def _strided(dtype: np.dtype[Any], c: bool, f: bool) -> np.ndarray[Any, Any]:
 # answers, and either is kept.
 @lru_cache(maxsize=256)
 def code(call: _call.Call, threads: int) -> tuple[Code, ...]:
-    """The code of every launch ``call`` may make on ``threads`` (``_launch.launches``)."""
+    """The code of every launch ``call`` may make on ``threads`` (``plan.launch.launches``)."""
     found = []
     for launch in _launch.launches(call, threads):
         args = _stand_in(launch.args)

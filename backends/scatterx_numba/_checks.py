@@ -9,7 +9,8 @@ import numpy as np
 
 from scatterx.backend import Request, out_of_bounds_error
 
-from . import _call, _runtime
+from . import _runtime
+from .plan import call as _call
 
 Array = np.ndarray[Any, Any]
 

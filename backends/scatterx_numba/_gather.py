@@ -1,4 +1,4 @@
-"""One gather on the numba backend: ``_gather_launch``'s plan executed, raw-bit views, the error."""
+"""One gather on the numba backend: its plan executed (``plan.gather_launch``), raw-bit views."""
 
 from __future__ import annotations
 
@@ -8,16 +8,19 @@ import numpy as np
 
 from scatterx.backend import GatherRequest
 
-from . import _call, _gather_launch, _layout, _runtime
+from . import _runtime
 from ._checks import check_before_writing, constant_rows, raise_first_bad
 from ._views import destination, kernel_input, maps
+from .plan import call as _call
+from .plan import gather_launch as _gather_launch
+from .plan import layout as _layout
 
 Array = np.ndarray[Any, Any]
 
 
 def _source(data: Array, axis: int, source: _call.Arg) -> Array:
     """``data`` as the read-only ``(outer, size, inner * width)`` words of ``source``, in its
-    own byte order: where it lies when the plan reads it so (``_layout.strided_source``),
+    own byte order: where it lies when the plan reads it so (``plan.layout.strided_source``),
     else C-ordered, copied into C order first where it is not."""
     if source.flags is not None:
         view = _layout.strided_source(data, axis, 1)

@@ -8,7 +8,7 @@ import numpy as np
 
 from scatterx.backend import ScatterRequest
 
-from . import _call, _launch, _layout, _runtime
+from . import _runtime
 from ._checks import (
     check_before_writing,
     constant_rows,
@@ -16,6 +16,9 @@ from ._checks import (
     raise_first_bad_in_c_order,
 )
 from ._views import NOT_CONSTANT, KernelArrays, destination, kernel_input, maps, readonly
+from .plan import call as _call
+from .plan import launch as _launch
+from .plan import layout as _layout
 
 Array = np.ndarray[Any, Any]
 
@@ -77,7 +80,7 @@ def _kernel_arrays(
 
 def _launch_kernel(plan: _launch.LaunchPlan, arrays: KernelArrays) -> Array:
     kernel = _runtime.kernel(*plan.kernel)
-    # Plain tuples: see _kernels.scatter_kernel.
+    # Plain tuples: see kernels.scatter.scatter_kernel.
     args = (tuple(arrays), _scratch(plan.scratch), tuple(plan.params), plan.n_tasks)
     bad: Array = _runtime.launch(kernel, *args)
     return bad
@@ -111,7 +114,7 @@ def scatter_elements(request: ScatterRequest) -> Array:
 
 def _scatter_c(request: ScatterRequest) -> Array:
     """:func:`scatter_elements` on data in C order, or data whose order cannot be restored:
-    the launches of :func:`scatterx_numba._launch.launch_plan`."""
+    the launches of :func:`scatterx_numba.plan.launch.launch_plan`."""
     call = _call.describe_c(request)
     data: Array = request.data
     dtype = call.dtype

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import os
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._views import Strategy
 
 _load_lock = threading.Lock()
 # Kernels by strategy, storage family and reduction, gather kernels by width: each is made
@@ -38,6 +39,17 @@ def _user_cache_dir() -> Path:
     return Path(base) / "scatterx" / "numba"
 
 
+def _numba() -> Any:
+    """numba, imported on first use (as Any: numba ships no types)."""
+    import numba
+
+    return numba
+
+
+#: Where the kernels' modules lie: numba writes their cache beside them.
+_KERNELS = Path(__file__).parent / "kernels"
+
+
 def configure_cache() -> None:
     """Point numba's cache at a writable folder when the package folder is read-only.
 
@@ -45,10 +57,10 @@ def configure_cache() -> None:
     would make numba refuse ``cache=True`` for lack of a place to write. Called under
     ``_load_lock``, before each kernel is made: every thread sees one folder.
     """
-    numba: Any = importlib.import_module("numba")
+    numba = _numba()
     if os.environ.get("NUMBA_CACHE_DIR") or numba.config.CACHE_DIR:
         return
-    if _writable(Path(__file__).parent):
+    if _writable(_KERNELS):
         return
     for candidate in (_user_cache_dir(), Path(tempfile.gettempdir()) / "scatterx-numba"):
         try:
@@ -60,9 +72,9 @@ def configure_cache() -> None:
             return
 
 
-def _load(key: tuple[Any, ...], module: str, factory: str, *args: Any) -> Any:
-    """``module.factory(*args)``, made once per ``key``; the first call imports numba (after
-    pointing its cache at a writable folder).
+def _load(key: tuple[Any, ...], make: Callable[..., Any], *args: Any) -> Any:
+    """``make(*args)``, made once per ``key``; the first call imports numba (after pointing
+    its cache at a writable folder).
 
     Found kernels are read here without a lock: a call that finds one takes no lock. One
     that does not takes it and looks again, since a thread that held it may have made that
@@ -74,26 +86,43 @@ def _load(key: tuple[Any, ...], module: str, factory: str, *args: Any) -> Any:
             found = _found.get(key)
             if found is None:
                 configure_cache()
-                kernels: Any = importlib.import_module(module, __package__)
-                found = _found[key] = getattr(kernels, factory)(*args)
+                found = _found[key] = make(*args)
     return found
 
 
 def kernel(strategy: int, family: str, reduction: str) -> Any:
     """The kernel of ``strategy`` (a ``_views.Strategy``) for a storage family and reduction."""
     key = (strategy, family, reduction)
-    return _load(key, "._kernels", "scatter_kernel", *key)
+    return _load(key, _scatter_kernel, *key)
 
 
 def gather_kernel(width: int) -> Any:
-    """The gather kernel for elements of ``width`` words (``_gather_kernel.gather_kernel``)."""
-    key = ("gather", width)
-    return _load(key, "._gather_kernel", "gather_kernel", width)
+    """The gather kernel for elements of ``width`` words (``kernels.gather.gather_kernel``)."""
+    return _load(("gather", width), _gather_kernel, width)
 
 
 def pass_kernel(name: str) -> Any:
-    """A parallel pass run before a kernel (``_passes.index_range``, ``_passes.copy_words``)."""
-    return _load(("pass", name), "._passes", "kernel", name)
+    """A parallel pass run before a kernel (``kernels.passes.index_range``, ``copy_words``)."""
+    return _load(("pass", name), _pass_kernel, name)
+
+
+# The makers import the kernels' modules, and numba with them, on first use only.
+def _scatter_kernel(strategy: int, family: str, reduction: str) -> Any:
+    from .kernels import scatter
+
+    return scatter.scatter_kernel(Strategy(strategy), family, reduction)
+
+
+def _gather_kernel(width: int) -> Any:
+    from .kernels import gather
+
+    return gather.gather_kernel(width)
+
+
+def _pass_kernel(name: str) -> Any:
+    from .kernels import passes
+
+    return passes.kernel(name)
 
 
 def launch(kernel: Any, *args: Any) -> Any:
@@ -143,7 +172,7 @@ def load_code(kernel: Any, *args: Any) -> None:
     key = (id(kernel), kinds(args))
     if key in _launched:
         return
-    numba: Any = importlib.import_module("numba")
+    numba = _numba()
     signature = tuple(numba.typeof(arg) for arg in args)
     with between_processes(compile_lock(kernel)):
         kernel.compile(signature)
@@ -156,7 +185,7 @@ def _launch(kernel: Any, *args: Any) -> Any:
         return kernel(*args)
     with _launch_lock:
         result = kernel(*args)
-        numba: Any = importlib.import_module("numba")
+        numba = _numba()
         _unguarded = numba.threading_layer() != "workqueue"
     return result
 
@@ -225,7 +254,7 @@ def num_threads() -> int:
         found = int(read()) if read is not None else 0
         if found > 0:
             return found
-    numba: Any = importlib.import_module("numba")
+    numba = _numba()
     return int(numba.get_num_threads())
 
 

@@ -1,12 +1,12 @@
 """What a call launches, told from its metadata alone: one plan that runs and compiles.
 
-:func:`launch_plan` turns a call (``_call.describe``: metadata, never a value, and no
+:func:`launch_plan` turns a call (``plan.call.describe``: metadata, never a value, and no
 numba import) into a scatter's plan: the strategy, whether the kernel's tasks copy data
 (fused copy), what copies it into a new output first otherwise, whether a pass checks
 the bounds first, the scratch array, and the kernel's arguments;
-``_gather_launch.gather_launch_plan`` likewise for a gather. ``_run`` and ``_gather``
+``plan.gather_launch.gather_launch_plan`` likewise for a gather. ``_run`` and ``_gather``
 execute these plans, taking every decision from them, and ``_background`` compiles each of
-:func:`launches` for stand-ins of the arguments it names (``_call.Arg``): equal kinds
+:func:`launches` for stand-ins of the arguments it names (``plan.call.Arg``): equal kinds
 (``_runtime.kinds``), one compiled signature.
 """
 
@@ -21,9 +21,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _call, _gather_launch, _plan
-from ._call import Arg, Call, Launch
-from ._views import KernelParams, Strategy
+from .._views import KernelParams, Strategy
+from . import call as _call
+from . import gather_launch as _gather_launch
+from . import strategy as _strategy
+from .call import Arg, Call, Launch
 
 _INT64 = np.dtype(np.int64)
 _BYTES = np.dtype(np.uint8)
@@ -49,7 +51,7 @@ class Copy(Enum):
 
     NONE = "none"  # in place, or copied by the kernel's tasks
     NUMPY = "numpy"  # by one thread
-    PASS = "pass"  # by ``_passes.copy_words`` on every thread
+    PASS = "pass"  # by ``kernels.passes.copy_words`` on every thread
 
 
 class Scratch(NamedTuple):
@@ -76,7 +78,7 @@ def _copy_launch(call: Call, threads: int) -> Launch:
 # ---- scatter ----------------------------------------------------------------------------
 
 
-def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
+def _scratch(plan: _strategy.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
     """The strategy's scratch array, for elements stored as ``kept``.
 
     Owners: each task's copy of its own rows, the largest share times the outer count.
@@ -89,7 +91,7 @@ def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
     than they need: regions a round number of pages apart made some wave lengths several
     times slower (docs/backends/numba.md). Columns: none, a placeholder.
     """
-    outer, size, inner = _plan.split(call.shape, call.axis)
+    outer, size, inner = _strategy.split(call.shape, call.axis)
     n, total = plan.n_tasks, outer * size * inner
     strategy = plan.strategy
     if strategy == Strategy.OWNERS:
@@ -102,7 +104,7 @@ def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
         wide = math.prod(call.index_shape) > np.iinfo(np.int32).max
         return Scratch(Arg(np.dtype(np.int64 if wide else np.int32), (n, total), True), -1)
     if strategy == Strategy.ROWS:
-        index_outer, rows, _ = _plan.split(call.index_shape, call.axis)
+        index_outer, rows, _ = _strategy.split(call.index_shape, call.axis)
         return Scratch(Arg(_INT64, (1, index_outer * rows), writeable=True))
     if strategy == Strategy.BINNED:
         positions = -(-(plan.band * 4 + 64) // kept.itemsize)
@@ -110,7 +112,7 @@ def _scratch(plan: _plan.Plan, call: Call, kept: np.dtype[Any]) -> Scratch:
     return Scratch(Arg(kept, (1, 1), writeable=True), placeholder=True)
 
 
-def _fused_copy(plan: _plan.Plan, call: Call) -> bool:
+def _fused_copy(plan: _strategy.Plan, call: Call) -> bool:
     """Whether the kernel's tasks copy data themselves (in parallel, each its own part).
 
     Column tasks copy only when each owns whole contiguous slabs of the output: indices as
@@ -129,7 +131,7 @@ def _fused_copy(plan: _plan.Plan, call: Call) -> bool:
 
 def _copy_first(call: Call, fused: bool, threads: int) -> Copy:
     """How data gets into a new output before the kernel: on every thread where it is
-    C-ordered, aligned and large (see :mod:`scatterx_numba._passes`), else by NumPy."""
+    C-ordered, aligned and large (see :mod:`scatterx_numba.kernels.passes`), else by NumPy."""
     if call.in_place or fused:
         return Copy.NONE
     n_bytes = math.prod(call.shape) * call.dtype.itemsize
@@ -138,7 +140,7 @@ def _copy_first(call: Call, fused: bool, threads: int) -> Copy:
     return Copy.PASS
 
 
-def _writes_after_bounds(plan: _plan.Plan, fused: bool, in_place: bool) -> bool:
+def _writes_after_bounds(plan: _strategy.Plan, fused: bool, in_place: bool) -> bool:
     """Whether the launch writes nothing into ``out`` before every index is known in bounds.
 
     So for segments and binned (the partials, or the bins, are merged in the last pass,
@@ -161,9 +163,9 @@ class LaunchPlan:
     Attributes
     ----------
     strategy
-        The tasks of the kernel (``_plan.plan``).
+        The tasks of the kernel (``_strategy.plan``).
     bounds_first
-        A pass checks every index first (``_passes.index_range``): the call writes into
+        A pass checks every index first (``kernels.passes.index_range``): the call writes into
         the caller's ``out``, and the kernel would write there before its checks. Not for
         columns, whose kernel checks them in a first pass of its own
         (``params.check_first``): one launch, and the indices read there come again in
@@ -186,7 +188,7 @@ class LaunchPlan:
 
     call: Call
     threads: int
-    strategy: _plan.Plan
+    strategy: _strategy.Plan
     bounds_first: bool
     copy_first: Copy
     fused_copy: bool
@@ -217,7 +219,7 @@ class LaunchPlan:
         return min(plan.n_tasks, COLUMN_LAUNCH_TASKS_PER_THREAD * self.threads)
 
 
-# No lock: a pure function of its arguments (and of _plan's constants, see cache_clear),
+# No lock: a pure function of its arguments (and of plan.strategy's constants, see cache_clear),
 # so two threads that both miss make equal plans, and either is kept.
 @lru_cache(maxsize=512)
 def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> LaunchPlan:
@@ -252,13 +254,13 @@ def launch_plan(call: Call, threads: int, constant_rows: bool = False) -> Launch
     )
 
 
-def _chooser(call: Call, kept: np.dtype[Any], threads: int) -> Callable[[bool], _plan.Plan]:
-    """``constant_rows -> _plan.plan(...)`` for ``call``, its elements stored as ``kept``."""
+def _chooser(call: Call, kept: np.dtype[Any], threads: int) -> Callable[[bool], _strategy.Plan]:
+    """``constant_rows -> _strategy.plan(...)`` for ``call``, its elements stored as ``kept``."""
     assert call.reduction is not None
     regroupable = _call.regroupable(call.family, call.reduction, call.dtype)
 
-    def choose(constant_rows: bool) -> _plan.Plan:
-        return _plan.plan(
+    def choose(constant_rows: bool) -> _strategy.Plan:
+        return _strategy.plan(
             call.shape,
             call.index_shape,
             call.axis,
@@ -272,7 +274,7 @@ def _chooser(call: Call, kept: np.dtype[Any], threads: int) -> Callable[[bool], 
 
 
 def _columns_after_rows(
-    call: Call, threads: int, plan: _plan.Plan, kept: np.dtype[Any], *, checked: bool
+    call: Call, threads: int, plan: _strategy.Plan, kept: np.dtype[Any], *, checked: bool
 ) -> LaunchPlan:
     """The columns plan run after a whole-row launch met a row that is not constant: the
     output holds data's copy already, and the indices past that row are not checked yet,
@@ -295,7 +297,7 @@ def _columns_after_rows(
 def _scatter_plan(
     call: Call,
     threads: int,
-    plan: _plan.Plan,
+    plan: _strategy.Plan,
     kept: np.dtype[Any],
     fused: bool,
     bounds: bool,
@@ -311,7 +313,7 @@ def _scatter_plan(
     first pass where ``check_first``), so they skip it."""
     assert call.reduction is not None
     shape, index_shape, axis = call.shape, call.index_shape, call.axis
-    three_d, index_three_d = _plan.split(shape, axis), _plan.split(index_shape, axis)
+    three_d, index_three_d = _strategy.split(shape, axis), _strategy.split(index_shape, axis)
     arrays = ScatterArgs(
         out=Arg(kept, three_d, writeable=True),
         data=Arg(kept, three_d),  # data, or out itself read-only
@@ -358,7 +360,7 @@ def launches(call: Call, threads: int) -> tuple[Launch, ...]:
 
 
 def cache_clear() -> None:
-    """Forget the plans made so far: they read ``_plan``'s constants once per kind of call,
+    """Forget the plans made so far: they read ``plan.strategy``'s constants once per kind of call,
     so a change of those (a test's) takes effect only after this."""
     launch_plan.cache_clear()
     _gather_launch.gather_launch_plan.cache_clear()

@@ -1,5 +1,7 @@
-"""What a gather launches, told from its metadata alone (``_call.describe``): the gather's
-half of :mod:`scatterx_numba._launch`, which has the scatter's, and every launch of a call.
+"""What a gather launches, told from its metadata alone: the gather's half of ``plan.launch``.
+
+The call is ``plan.call.describe``'s; :mod:`scatterx_numba.plan.launch` has the scatter's
+half, and every launch of a call.
 
 :func:`gather_launch_plan` turns a gather into its plan: the bounds pass where it writes
 into the caller's ``out``, the words its elements move as, and the kernel's arguments;
@@ -14,9 +16,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _plan
-from ._call import Arg, Call, Launch, bounds_launch
-from ._views import GatherParams
+from .._views import GatherParams
+from . import strategy as _strategy
+from .call import Arg, Call, Launch, bounds_launch
 
 _INT64 = np.dtype(np.int64)
 
@@ -36,7 +38,7 @@ class GatherLaunchPlan:
     """What one gather launches: ``_gather`` executes it."""
 
     bounds: Launch | None  # the pass over the indices before writing into ``out``
-    word: np.dtype[Any]  # the unsigned dtype elements move as (``_plan.words``)
+    word: np.dtype[Any]  # the unsigned dtype elements move as (``_strategy.words``)
     width: int  # words per element
     arrays: GatherArgs
     params: GatherParams
@@ -49,13 +51,13 @@ class GatherLaunchPlan:
         return (kernel,) if self.bounds is None else (self.bounds, kernel)
 
 
-# No lock: a pure function of its arguments, as _launch.launch_plan is.
+# No lock: a pure function of its arguments, as plan.launch.launch_plan is.
 @lru_cache(maxsize=512)
 def gather_launch_plan(call: Call, threads: int, constant_rows: bool = False) -> GatherLaunchPlan:
     """What the gather ``call`` launches on ``threads``, its index rows constant or not."""
-    word, width = _plan.words(call.dtype)
-    outer, rows, inner = _plan.split(call.index_shape, call.axis)
-    data_outer, size, data_inner = _plan.split(call.shape, call.axis)
+    word, width = _strategy.words(call.dtype)
+    outer, rows, inner = _strategy.split(call.index_shape, call.axis)
+    data_outer, size, data_inner = _strategy.split(call.shape, call.axis)
     if call.source_flags is None:
         source = Arg(word, (data_outer, size, data_inner * width))
     else:
@@ -67,7 +69,7 @@ def gather_launch_plan(call: Call, threads: int, constant_rows: bool = False) ->
         Arg(_INT64, (outer,)),
         Arg(_INT64, (inner,)),
     )
-    params, n_tasks = _plan.gather_plan(
+    params, n_tasks = _strategy.gather_plan(
         call.shape,
         call.index_shape,
         call.axis,

@@ -1,6 +1,6 @@
 """The binned strategy: one long column whose reduction must meet its updates in order.
 
-Float add and mul cannot be regrouped (see :mod:`scatterx_numba._segments`): every
+Float add and mul cannot be regrouped (see :mod:`scatterx_numba.kernels.segments`): every
 output element has to receive its updates in C order, one after the other. The call runs
 in waves of ``params.band`` updates, two passes each:
 
@@ -19,7 +19,7 @@ bins of a wave stay a few MiB. Nothing is written to the output before the last
 wave's second pass, when every index has been found in bounds: the waves before work on
 ``base``, and the last one's owners copy their half of it out before applying the bins.
 
-Scratch (``_launch._scratch``): one row of storage elements, ``[positions | base | bins]``:
+Scratch (``plan.launch._scratch``): one row of storage elements, ``[positions | base | bins]``:
 the bins' values (``params.band`` of them) at the end, the column's copy before them,
 and the bins' positions as uint32 in the front part.
 """
@@ -30,14 +30,14 @@ from typing import Any
 
 import numpy as np
 
-from ._ops import fold
-from ._tasks import copy_span, inner_function, share, wrap
+from .ops import fold
+from .tasks import copy_span, inner_function, share, wrap
 
 _ONE = np.uint64(1)
 #: What binning an update costs, in percent of applying it in place, with both running at
 #: once: the first task of a wave applies ``this / ((n_tasks - 1) * 100 + this)`` of it.
 #: Compiled into the kernels: a change needs a cold numba cache (and comes with a change
-#: of ``_kernels``, whose stamp numba's cache checks). Machine-dependent: 100 was best on
+#: of ``kernels.scatter``, whose stamp numba's cache checks). Machine-dependent: 100 was best on
 #: the AMD EPYC of 2026-11, 160-200 on the Intel Xeon of 2026-12-03, where binning costs
 #: 1.95 ns an update against 1.52 for applying (docs/backends/numba.md).
 BINNED_COST_PERCENT = 160

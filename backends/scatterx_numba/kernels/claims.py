@@ -40,7 +40,7 @@ _YIELD = None if sys.platform == "win32" else "sched_yield"
 def item_pointer(context: Any, builder: Any, signature: Any, args: Any) -> Any:
     """In an intrinsic's codegen, the address of ``array[positions]``: ``array`` is its
     first argument, the next ``array.ndim`` arguments (integers of any type) the positions
-    (``counters[position]`` here, ``_tasks.prefetch``'s element of a 2-D array)."""
+    (``counters[position]`` here, ``kernels.tasks.prefetch``'s element of a 2-D array)."""
     array_type = signature.args[0]
     n = array_type.ndim
     array = context.make_array(array_type)(context, builder, args[0])

@@ -22,8 +22,8 @@ from typing import Any
 import numba as nb
 import numpy as np
 
-from ._tasks import inner_function, share, wrap
-from ._views import GatherParams
+from .._views import GatherParams
+from .tasks import inner_function, share, wrap
 
 # Inlined where it is called, before typing. The two loops of a unit are not: inlined
 # into one function, the whole-row loop slowed the one-column loop (last axis) 1.4x.
@@ -126,7 +126,7 @@ def _task(arrays: Any, params: GatherParams, task: int, n_tasks: int, w: int) ->
 
 
 # Made once per process: _runtime.gather_kernel calls it under _runtime's lock, as
-# _kernels' kernels are.
+# kernels.scatter's kernels are.
 @cache
 def gather_kernel(width: int) -> Any:
     """The kernel for elements of ``width`` unsigned words; ``width`` is its cache key.
@@ -135,7 +135,7 @@ def gather_kernel(width: int) -> Any:
     and the fields of a :class:`scatterx_numba._views.GatherParams` as plain tuples
     (numba types them faster than named ones) and returns each task's -1 or the flat
     C-order position in ``idx`` of its first bad index. As for the scatter kernels
-    (:mod:`scatterx_numba._kernels`), the width is a free variable of plain data, so
+    (:mod:`scatterx_numba.kernels.scatter`), the width is a free variable of plain data, so
     numba's disk cache keys each closure's code on it.
     """
 
@@ -146,5 +146,5 @@ def gather_kernel(width: int) -> Any:
             bad[task] = _task(arrays, params, task, n_tasks, width)
         return bad
 
-    gather.__qualname__ = f"gather_{width}"  # its own cache index: see _kernels
+    gather.__qualname__ = f"gather_{width}"  # its own cache index: see kernels.scatter
     return nb.njit(parallel=True, cache=True, nogil=True)(gather)

@@ -9,7 +9,7 @@ first) of the extreme values, wins), and integer and bool arithmetic (wrapping a
 mul). A partial starts at the reduction's identity (-inf for max, 0 for integer add...),
 which keeps every value bit for bit, and spares a mark per element (and its test in the
 merge). Float add and mul are not regroupable: they never come here (see
-:mod:`scatterx_numba._plan`).
+:mod:`scatterx_numba.plan.strategy`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ._ops import fold
-from ._tasks import inner_function, share, wrap
+from .ops import fold
+from .tasks import inner_function, share, wrap
 
 
 @inner_function
@@ -52,7 +52,7 @@ def _walk_segment(arrays: Any, scratch: Any, task: int, n_tasks: int, values: An
         # One column (a 1-D scatter): a flat loop, whose position is the row itself.
         column = idx.reshape(rows)
         base = arrays.outer_map[0] * size * inner + arrays.inner_map[0]
-        for a in range(np.uint64(a0), np.uint64(a1)):  # unsigned: see _tasks.copy_span
+        for a in range(np.uint64(a0), np.uint64(a1)):  # unsigned: see kernels.tasks.copy_span
             v = wrap(column[a], size)
             if v < 0 or v >= size:
                 return int(a)

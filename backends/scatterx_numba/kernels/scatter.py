@@ -3,7 +3,7 @@
 A kernel runs the first pass of its strategy on every task in one ``prange``; a
 two-pass strategy runs its second pass in the same ``prange``, once every first-pass task
 found its indices in bounds: the tasks of each pass are claimed at run time
-(:mod:`scatterx_numba._claims`). The columns kernel, writing into the caller's ``out``,
+(:mod:`scatterx_numba.kernels.claims`). The columns kernel, writing into the caller's ``out``,
 first checks every index (``KernelParams.check_first``) likewise, in its one ``prange``.
 Each ``prange`` compiles to a function of its own that links its tasks' code again: one
 per kernel keeps a cold compile short (a third less than one per pass).
@@ -17,7 +17,7 @@ are plain data: the names of its passes' tasks and of its reduction, and whether
 second pass. numba keys a closure's cache entries on a hash of those values, so each
 closure finds its own code in the next process, and two reductions never share an entry.
 While compiling, numba types them as literals: :func:`run_task` picks each pass's task by
-name, the tasks name the reduction to :func:`scatterx_numba._ops.fold`, which picks its
+name, the tasks name the reduction to :func:`scatterx_numba.kernels.ops.fold`, which picks its
 function, and the second pass is pruned from one-pass kernels before it is typed, so each
 kernel compiles only the code it runs.
 
@@ -28,10 +28,10 @@ variable it is also keyed by an identity that changes with every process. A
 ``numba.literally`` argument costs a failed compile attempt on every call.
 
 numba stamps a kernel's cache entries with this file's time and size alone: after a
-change to a task's module (``_tasks``, ``_rows``, ``_ops``, ...) a process would load the code of
-the old task from a warm cache. Such a change comes with a change here (as the column
+change to a task's module (``tasks``, ``rows``, ``ops``, ...) a process would load the code
+of the old task from a warm cache. Such a change comes with a change here (as the column
 units did, their 2-D views and prefetches of one-column data, the owners' plain copies
-of their rows, and the binned waves' split, ``_binned.BINNED_COST_PERCENT``), or with a
+of their rows, and the binned waves' split, ``binned.BINNED_COST_PERCENT``), or with a
 cold cache.
 """
 
@@ -46,13 +46,13 @@ from numba.core import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
-from . import _ops
-from ._binned import apply_bins_task, bin_task
-from ._claims import claim, counters, fetch_add, wait_until
-from ._rows import apply_task, target_task
-from ._segments import fold_task, last_position_task, merge_last_task, merge_task
-from ._tasks import all_in_bounds, column_task, first_bad_index, owner_task, wave_found
-from ._views import KernelArrays, KernelParams, Strategy
+from .._views import KernelArrays, KernelParams, Strategy
+from . import ops
+from .binned import apply_bins_task, bin_task
+from .claims import claim, counters, fetch_add, wait_until
+from .rows import apply_task, target_task
+from .segments import fold_task, last_position_task, merge_last_task, merge_task
+from .tasks import all_in_bounds, column_task, first_bad_index, owner_task, wave_found
 
 _kernel = nb.njit(parallel=True, cache=True, nogil=True)
 #: Indices per share of the columns kernel's check of its indices.
@@ -108,7 +108,7 @@ def _specialise(strategy: int, op: str) -> Any:
     def scatter(array_tuple: Any, scratch: Any, param_tuple: Any, n_tasks: int) -> Any:
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         if two_pass:  # pruned from one-pass kernels
-            # Both passes in one parallel region, tasks claimed at run time (see _claims):
+            # Both passes in one parallel region, tasks claimed at run time (see kernels.claims):
             # a region per pass would wait for a descheduled thread once more, and each
             # compiles to a function of its own (a third of the kernel's compile time).
             # Binned runs both passes once per wave of params.band updates (wave w: tasks
@@ -146,7 +146,7 @@ def _specialise(strategy: int, op: str) -> Any:
         # One parallel region, whether or not the kernel checks every index first (into
         # the caller's out): a region of its own would wait for a descheduled thread once
         # more, and compile the tasks once more. With the check, every index is checked
-        # before the first write, in shares claimed at run time (see _claims); without
+        # before the first write, in shares claimed at run time (see kernels.claims); without
         # it, each task runs its own share.
         arrays, params = KernelArrays(*array_tuple), KernelParams(*param_tuple)
         check = params.check_first
@@ -186,10 +186,10 @@ def scatter_kernel(strategy: Strategy, family: str, reduction: str) -> Any:
     ``kernel(arrays, scratch, params, n_tasks)`` takes the fields of a ``KernelArrays`` and
     of a ``KernelParams`` as plain tuples (numba's dispatcher types a plain tuple faster
     than a named one, which a small call feels) and names them again inside; ``scratch``
-    is the strategy's own 2-D array (see ``_launch._scratch``). It returns each
+    is the strategy's own 2-D array (see ``plan.launch._scratch``). It returns each
     first-pass task's result: -1, or the position of the first bad index it met (or
     ``_views.NOT_CONSTANT``, rows only).
     Families whose reductions are one function share its kernel (bool ``add`` is uint8
     ``max``), and so its compiled signatures.
     """
-    return _specialise(int(strategy), _ops.op_name(family, reduction))
+    return _specialise(int(strategy), ops.op_name(family, reduction))

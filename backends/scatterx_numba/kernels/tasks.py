@@ -3,7 +3,7 @@
 Every task is ``task(arrays, scratch, params, task, n_tasks, op)``: ``arrays`` and
 ``params`` are the :class:`scatterx_numba._views.KernelArrays` and
 :class:`scatterx_numba._views.KernelParams` of the call, ``scratch`` the strategy's own 2-D
-array, ``op`` the literal name of the reduction (see :func:`scatterx_numba._ops.fold`).
+array, ``op`` the literal name of the reduction (see :func:`scatterx_numba.kernels.ops.fold`).
 
 Shapes seen here (the runner reshapes every call to them): ``out`` is ``(outer, size,
 inner)`` in C order and holds a copy of data, or gets it inside the tasks from ``data``
@@ -26,8 +26,8 @@ from llvmlite import ir  # type: ignore[import-untyped]
 from numba.core import types
 from numba.extending import intrinsic
 
-from ._claims import item_pointer
-from ._ops import fold
+from .claims import item_pointer
+from .ops import fold
 
 # Called only from the cached kernels, so they are compiled (and cached) inside them.
 inner_function = nb.njit(cache=False)
@@ -122,7 +122,7 @@ def first_bad_index(idx: Any, size: int, task: int, n_tasks: int) -> int:
     of ``idx`` (C-ordered): the smallest over the tasks is the first of all.
 
     Min and max first, without a branch out of the loop (it vectorises, as
-    ``_passes.index_range``); only a share that holds a bad index is walked again.
+    ``kernels.passes.index_range``); only a share that holds a bad index is walked again.
     """
     flat = idx.reshape(idx.size)
     k0, k1 = share(flat.size, task, n_tasks)

@@ -2,7 +2,7 @@
 
 Every function here is ``f(old, new) -> value`` of contract.md section 2. Compiled code
 names the reduction it runs, ``fold(op, old, new)`` with ``op`` a literal name in
-:data:`OPS`, and numba picks the function while typing: see :mod:`scatterx_numba._kernels`
+:data:`OPS`, and numba picks the function while typing: see :mod:`scatterx_numba.kernels.scatter`
 for why a name and not the function itself.
 """
 

@@ -4,8 +4,8 @@
 ``out`` into a hashable :class:`Call`; :func:`storage` says how the kernels keep its
 elements; a launch (:class:`Launch`) names its arrays as
 :class:`Arg`: what their kinds (``_runtime.kinds``) depend on. :func:`bounds_launch` is
-the pass over the indices that a scatter's plan (``_launch``) and a gather's
-(``_gather_launch``) start with where they write into the caller's ``out``. No numba
+the pass over the indices that a scatter's plan (``plan.launch``) and a gather's
+(``plan.gather_launch``) start with where they write into the caller's ``out``. No numba
 import.
 """
 
@@ -18,11 +18,12 @@ import numpy as np
 
 from scatterx.backend import GatherRequest, Request, ScatterRequest
 
-from . import _layout, _plan
-from ._views import kernel_ready
+from .._views import kernel_ready
+from . import layout as _layout
+from . import strategy as _strategy
 
 Array = np.ndarray[Any, Any]
-#: Indices per task of the pass over the indices' range (``_passes.index_range``).
+#: Indices per task of the pass over the indices' range (``kernels.passes.index_range``).
 BOUNDS_TASK_INDICES = 1 << 16
 
 #: How each dtype is stored in the kernels: bool as uint8 0/1, float16 and bfloat16 as
@@ -50,7 +51,7 @@ class Call(NamedTuple):
     """What the launches of a call depend on: hashable, and holding none of its arrays.
 
     The shapes and axis are those the kernels see: a scatter of data that is C-contiguous
-    in another order of dimensions runs on views in that order (``_layout``).
+    in another order of dimensions runs on views in that order (``plan.layout``).
     """
 
     what: str  # "float32 add", "float32 gather": for people
@@ -76,7 +77,7 @@ def describe(request: Request) -> Call:
 
 
 def describe_c(request: ScatterRequest) -> Call:
-    """:func:`describe` for a scatter as the kernels see it (``_layout``'s views taken)."""
+    """:func:`describe` for a scatter as the kernels see it (``plan.layout``'s views taken)."""
     data = request.data
     dtype = native(data.dtype)
     family = _FAMILY.get(request.dtype_key, "plain")
@@ -101,7 +102,7 @@ def describe_c(request: ScatterRequest) -> Call:
 
 def _describe_gather(request: GatherRequest) -> Call:
     data = request.data
-    view = _layout.strided_source(data, request.axis, _plan.words(data.dtype)[1])
+    view = _layout.strided_source(data, request.axis, _strategy.words(data.dtype)[1])
     return Call(
         f"{request.dtype_key} gather",
         native(data.dtype),
@@ -161,7 +162,7 @@ def bounds_tasks(n_indices: int, threads: int) -> int:
 
 
 def bounds_launch(call: Call, threads: int) -> Launch:
-    """The pass over the indices (``_passes.index_range``) before a scatter or a gather
+    """The pass over the indices (``kernels.passes.index_range``) before a scatter or a gather
     writes into the caller's ``out``."""
     n = math.prod(call.index_shape)
     return Launch(
@@ -170,19 +171,19 @@ def bounds_launch(call: Call, threads: int) -> Launch:
 
 
 def storage(family: str, dtype: np.dtype[Any], reduction: str) -> np.dtype[Any]:
-    """The dtype the kernels see: see ``_STORAGE``; ``none`` moves bits (``_plan.BITS``),
+    """The dtype the kernels see: see ``_STORAGE``; ``none`` moves bits (``_strategy.BITS``),
     so one compiled signature serves int32, uint32 and float32 alike.
 
     Wrapping add and mul give the same bits on signed and unsigned integers of one width
     (two's complement), so signed ones run as unsigned: one compiled signature for both.
     """
     if reduction == "none" or (reduction in ("add", "mul") and dtype.kind == "i"):
-        return _plan.BITS.get(dtype.itemsize, dtype)  # complex128 has no 16-byte integer
+        return _strategy.BITS.get(dtype.itemsize, dtype)  # complex128 has no 16-byte integer
     return _STORAGE.get(family, dtype)
 
 
 def regroupable(family: str, reduction: str, dtype: np.dtype[Any]) -> bool:
-    """Whether the reduction's fold may be split into segments and merged (see _segments)."""
+    """Whether the reduction's fold may be split into segments and merged (see kernels.segments)."""
     if reduction in ("none", "max", "min") or family == "bool":
         return True
     return family == "plain" and dtype.kind in "iu"

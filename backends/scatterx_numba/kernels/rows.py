@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ._ops import fold
-from ._tasks import copy_span, inner_function, share, wrap
-from ._views import NOT_CONSTANT
+from .._views import NOT_CONSTANT
+from .ops import fold
+from .tasks import copy_span, inner_function, share, wrap
 
 
 @inner_function

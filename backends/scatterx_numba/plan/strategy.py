@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._views import GatherParams, Strategy
+from .._views import GatherParams, Strategy
 
 #: Narrowest column band, in bytes of a row of data.
 MIN_BAND_BYTES = 2048

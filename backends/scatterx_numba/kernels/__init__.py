@@ -1,0 +1,1 @@
+"""The numba code: every compiled function; ``_runtime`` imports these modules on first use."""
