@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scatterx import _result_buffer
-from scatterx._result_buffer import HUGE_PAGE, PAGE, advise_huge_pages, lent, results_into
+from scatterx import _results
+from scatterx._results import HUGE_PAGE, PAGE, advise_huge_pages, lent, results_into
 from scatterx.backend import ALIGNMENT, PAGE_ALIGNED_FROM_BYTES, empty_aligned
 
 THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -25,7 +25,7 @@ def _advised(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int, int]]:
         calls.append((address, length, advice))
         return 0
 
-    monkeypatch.setattr(_result_buffer, "_madvise", lambda: madvise)
+    monkeypatch.setattr(_results, "_madvise", lambda: madvise)
     return calls
 
 
@@ -75,7 +75,7 @@ def test_a_buffer_without_a_whole_huge_page_is_not_advised(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls = _advised(monkeypatch)
-    monkeypatch.setattr(_result_buffer, "HUGE_PAGES_FROM_BYTES", 1)
+    monkeypatch.setattr(_results, "HUGE_PAGES_FROM_BYTES", 1)
     base = np.empty(3 * HUGE_PAGE, np.uint8)
     start = -base.ctypes.data % HUGE_PAGE + HUGE_PAGE // 2  # straddles one boundary
     advise_huge_pages(base[start : start + HUGE_PAGE])

@@ -30,7 +30,7 @@ from ._errors import out_of_bounds_error
 from ._grad import Rules, gather_vjp, scatter_vjp
 from ._plan import Decision, decide, explain_plan
 from ._request import GatherRequest, Request
-from ._result_buffer import results_into
+from ._results import results_into
 
 ROUTE = "jax trace -> numpy:ndarray by jax.pure_callback (a host callback), at run time"
 

@@ -7,7 +7,7 @@ Under ``jax.jit`` a call on the CPU is one ``jax.ffi.ffi_call`` of the typed FFI
 buffers' addresses and dimensions, and the one attribute ``key``, the traced call's entry
 in :data:`_ENTRIES`. It then takes the GIL (numba's ``objmode``) and runs the pipeline
 on NumPy views of the buffers, with XLA's result buffer lent to the backend's result
-(:mod:`scatterx._result_buffer`): nothing is copied in or out, and the choice of backend
+(:mod:`scatterx._results`): nothing is copied in or out, and the choice of backend
 and its checks are the pipeline's, as in the host callback. An error becomes an
 ``XLA_FFI_Error`` (made by the API's ``XLA_FFI_Error_Create``) whose message is the
 callback's, ``"IndexError: ..."``.

@@ -31,8 +31,8 @@ from ._errors import BackendError, out_of_bounds_error
 from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import register_backend
 from ._request import GatherRequest, Request, ScatterRequest
-from ._result_buffer import HUGE_PAGE, lent
-from ._result_pool import buffer as pooled_buffer
+from ._results import HUGE_PAGE, lent
+from ._results import buffer as pooled_buffer
 
 __all__ = [
     "ALIGNED_FROM_BYTES",
@@ -70,7 +70,7 @@ ALIGNED_FROM_BYTES = 1 << 16
 #: for them (its mmap threshold stops growing at 32 MiB), NumPy asks for transparent huge
 #: pages, and only the whole 2 MiB pages of a buffer get one: aligned, the first 2 MiB
 #: fault once, not 512 times (docs/performance.md, "Fresh results"). Their memory is kept
-#: for the next result of the size once they are dropped (``scatterx._result_pool``).
+#: for the next result of the size once they are dropped (``scatterx._results``).
 PAGE_ALIGNED_FROM_BYTES = 1 << 25
 
 
