@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from scatterx._validate import normalise
+from scatterx._check import normalise
 from scatterx.testing import assert_bitwise_equal, reference_with_free_nans
 from scatterx_cupy import _compile, _fast, _run
 

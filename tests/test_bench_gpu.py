@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import scatterx._validate
+import scatterx._check
 from _cupy_emulation import EMULATOR_GROUP, DeviceArray, Emulator, on_device
 from scatterx_bench import gpu, peers
 from scatterx_bench.base import BenchCase, Unavailable
@@ -106,13 +106,13 @@ def test_cupy_strategies_on_the_emulation(
     on_host: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The strategy column of the table, on the host emulation of the cupy kernels."""
-    normalise = scatterx._validate.normalise
+    normalise = scatterx._check.normalise
 
     def on_the_device(*args: Any) -> Any:  # NumPy's checks, then the arrays moved back
         request = normalise(*args)
         return request._replace(data=on_device(request.data), indices=on_device(request.indices))
 
-    monkeypatch.setattr(scatterx._validate, "normalise", on_the_device)
+    monkeypatch.setattr(scatterx._check, "normalise", on_the_device)
     small = make_case("last-axis-sparse", 0.002).to(on_device)
     chosen, (other, ms) = gpu.cupy_strategies(small, "add")
     assert (chosen, other) == ("columns", "sort")

@@ -70,7 +70,7 @@ def test_capabilities_are_the_contracts_for_every_dtype_served() -> None:
 
 
 def _request(data: Any, indices: Any, updates: Any, axis: int = 0, reduction: str = "none") -> Any:
-    from scatterx._validate import normalise
+    from scatterx._check import normalise
 
     return normalise(data, indices, updates, axis, reduction)
 
@@ -347,7 +347,7 @@ def test_fast_path_docstring_examples_run() -> None:
 
 
 def test_can_run_accepts_a_gather_of_every_served_dtype() -> None:
-    from scatterx._validate import normalise_gather
+    from scatterx._check import normalise_gather
 
     backend = CupyBackend()
     for key in backend.capabilities:

@@ -30,7 +30,7 @@ from _cupy_emulation import (
     on_device,
     run_on_host,
 )
-from scatterx._validate import normalise_gather
+from scatterx._check import normalise_gather
 from scatterx.testing import Case, all_cases, assert_bitwise_equal, reference_with_free_nans
 from scatterx_cupy import CupyBackend, _compile, _fast, _gather, _run
 

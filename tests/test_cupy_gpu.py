@@ -88,7 +88,7 @@ def _check(strategy: str | None, dtype: str, reduction: str, geometry: Any) -> N
         data, indices, updates, axis=axis, reduction=reduction
     )
     arrays = [cupy.asarray(a) for a in (data, indices, updates)]
-    request = scatterx._validate.normalise(*arrays, axis, reduction)
+    request = scatterx._check.normalise(*arrays, axis, reduction)
     result = run_strategy(request, force=strategy)
     assert_bitwise_equal(result.get(), expected, any_nan=free_nans)
 
@@ -152,7 +152,7 @@ def test_rows_of_one_target_match_the_oracle(
             data, indices, updates, axis=axis, reduction=reduction
         )
         arrays = [cupy.asarray(np.ascontiguousarray(a)) for a in (data, indices, updates)]
-        request = scatterx._validate.normalise(*arrays, axis, reduction)
+        request = scatterx._check.normalise(*arrays, axis, reduction)
         result = run_strategy(request, force="rows")
         assert_bitwise_equal(result.get(), expected, any_nan=free_nans)
 
@@ -176,7 +176,7 @@ def test_first_bad_index_in_c_order_raises_like_numpy(
     import cupy
 
     arrays, message = bad_index_call(dtype, reduction, rows, axis)
-    request = scatterx._validate.normalise(*(cupy.asarray(a) for a in arrays), axis, reduction)
+    request = scatterx._check.normalise(*(cupy.asarray(a) for a in arrays), axis, reduction)
     with pytest.raises(IndexError) as on_gpu:
         run_strategy(request, force=strategy)
     assert str(on_gpu.value) == message

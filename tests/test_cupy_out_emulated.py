@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from _cupy_emulation import EMULATOR_GROUP, GXX, DeviceArray, Emulator, case_arrays, on_device
-from scatterx._validate import normalise, normalise_gather
+from scatterx._check import normalise, normalise_gather
 from scatterx.testing import assert_bitwise_equal, reference_with_free_nans
 from scatterx_cupy import _gather, _run
 from test_cupy_emulated import bad_gather_call, bad_index_call, gather_expected

@@ -18,15 +18,15 @@ import numpy as np
 import pytest
 
 import scatterx
+from scatterx._check import normalise
 from scatterx._plan import decision_key
-from scatterx._validate import normalise
 
 pytest.importorskip("numba")
 
 _CODE = """
 import json, logging, time
 import numpy as np, scatterx, scatterx_numba
-from scatterx._validate import normalise
+from scatterx._check import normalise
 rng = np.random.default_rng(0)
 data = rng.random((1000, 1000), dtype=np.float32)
 indices = rng.integers(0, 1000, (1000, 1000))

@@ -183,7 +183,7 @@ def test_torch_compile_keeps_scatterx_in_one_graph_without_a_warning(leaf: str) 
         return (scatterx.gather_elements(scattered * 2, indices) ** 2).sum()
 
     expected = torch.autograd.grad(loss(data, updates), (data, updates))
-    # The calls are torch operators (scatterx._torch_ops): no graph break, no warning.
+    # The calls are torch operators (scatterx._torch.ops): no graph break, no warning.
     compiled = torch.compile(loss, backend="eager", fullgraph=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

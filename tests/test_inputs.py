@@ -10,7 +10,7 @@ import pytest
 
 import scatterx
 from _subprocess import run_python
-from scatterx import _rules
+from scatterx._check import arguments as _rules
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
 
 BACKENDS = [r.name for r in scatterx.backends() if r.available and r.name in ("numpy", "numba")]

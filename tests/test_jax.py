@@ -122,7 +122,7 @@ def test_vmap_errors_name_the_users_axis_and_position(
     """Contract section 12: the eager call's error for the bad batch element, and which
     element it is, not the batched call's position and shifted axis."""
     if route == "callback":
-        from scatterx import _jax_ffi
+        from scatterx._jax import ffi as _jax_ffi
 
         monkeypatch.setattr(_jax_ffi, "_handler_error", lambda: "the callback is asked for")
     data = np.zeros((4, 4, 5), np.float32)

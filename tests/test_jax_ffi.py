@@ -10,7 +10,7 @@ import pytest
 
 import scatterx
 from _backends import Recorder
-from scatterx import _jax_ffi
+from scatterx._jax import ffi as _jax_ffi
 from scatterx.backend import DTYPE_REDUCTIONS
 from scatterx.testing import (
     assert_bitwise_equal,

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx._validate import normalise, normalise_gather
+from scatterx._check import normalise, normalise_gather
 from scatterx.backend import Request, ScatterRequest, TransientReason
 
 pytest.importorskip("numba", reason="numba is not installed (the numba extra)")

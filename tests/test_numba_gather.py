@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx._validate import normalise_gather
+from scatterx._check import normalise_gather
 from scatterx.testing import first_difference
 from scatterx_numba import (
     SMALL_CALL_UPDATES,

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import scatterx
-from scatterx import _validate, _validate_out
+from scatterx import _check as _validate
+from scatterx._check import out as _validate_out
 
 
 def _arrays(rows: int = 5) -> tuple[Any, Any, Any]:

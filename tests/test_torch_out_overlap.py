@@ -1,7 +1,7 @@
 """A tensor ``out`` whose elements may share memory, eagerly and under ``torch.compile``.
 
 Contract section 7 (issue 42 item 2): ``out`` is taken only where its strides prove it
-free of self-overlap (``scatterx._validate_out.refuse_self_overlap``); a stride of 0 or an
+free of self-overlap (``scatterx._check.out.refuse_self_overlap``); a stride of 0 or an
 ``as_strided`` view whose elements meet, or cannot be shown apart, raises that rule's
 ValueError before anything is written. Compiled, torch raised its own errors instead
 (``BackendCompilerFailed`` from AOTAutograd for a stride of 0) or ran the call; now

@@ -237,7 +237,7 @@ def format_table(rows: list[list[str]]) -> str:
 def cupy_strategies(case: BenchCase, reduction: str) -> tuple[str, Timing]:
     """The strategy the cupy backend chooses, and another one timed: the default one when a
     fast path is chosen, else ``sort`` for ``columns`` and ``columns`` for the rest."""
-    from scatterx._validate import normalise
+    from scatterx._check import normalise
     from scatterx_cupy._layout import layout
     from scatterx_cupy._run import scatter_elements as run_strategy
     from scatterx_cupy._run import strategy

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx._rules import check_string_values
+from scatterx.backend import check_string_values
 from scatterx.backend import block_call, block_gather, out_of_bounds_error
 
 from ._cores import run_on_numba

@@ -10,7 +10,7 @@ from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError
 from ._plan import Decision
 from ._registry import BackendRecord, backends, register_backend
-from ._torch_grad import TorchCompileWarning
+from ._torch.autograd import TorchCompileWarning
 
 __version__ = "0.1.0"
 

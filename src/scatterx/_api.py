@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _pipeline
+from ._pipeline import GATHER, SCATTER
 from ._plan import Decision
 
 
@@ -85,7 +86,7 @@ def scatter_elements(
     >>> counts
     array([1, 0, 2])
     """
-    return _pipeline.scatter(data, indices, updates, axis, reduction, out, backend)
+    return _pipeline.call(SCATTER, (data, indices, updates), axis, reduction, out, backend)
 
 
 def gather_elements(
@@ -142,7 +143,7 @@ def gather_elements(
     >>> scatterx.gather_elements(np.array([10.0, 20.0, 30.0]), np.array([-1, 0, 0]))
     array([30., 10., 10.])
     """
-    return _pipeline.gather(data, indices, axis, out, backend)
+    return _pipeline.call(GATHER, (data, indices), axis, None, out, backend)
 
 
 def explain(
@@ -191,7 +192,7 @@ def explain(
     >>> print(str(decision).splitlines()[1])
       numpy: runs
     """
-    return _pipeline.explain_scatter(data, indices, updates, axis, reduction, out, backend)
+    return _pipeline.explain(SCATTER, (data, indices, updates), axis, reduction, out, backend)
 
 
 def explain_gather(
@@ -230,4 +231,4 @@ def explain_gather(
     >>> decision.backend, decision.call
     ('numpy', 'gather_elements(numpy:ndarray float64 (3,), indices (1,), axis=0)')
     """
-    return _pipeline.explain_gather(data, indices, axis, out, backend)
+    return _pipeline.explain(GATHER, (data, indices), axis, None, out, backend)

@@ -17,11 +17,11 @@ from typing import Any
 
 from ._config import Configured, Names, configured
 from ._errors import BackendError
-from ._interop import Route
-from ._libraries import route_for
 from ._protocol import Backend, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import current, registered, serves
 from ._request import GatherRequest, Request
+from .libraries import route_for
+from .libraries.base import Route
 
 logger = logging.getLogger("scatterx")
 
@@ -30,8 +30,8 @@ class Plan(tuple[Backend, "Route | None", Request]):
     """The backend that runs a call, the route to it, and the request it runs:
     ``(backend, route, request)``.
 
-    A plain tuple with named members (made at every call: a NamedTuple's constructor
-    costs a small call a fifth of a microsecond more).
+    A plain tuple with named members, made at every call (docs/performance.md: the small
+    call).
 
     Attributes
     ----------

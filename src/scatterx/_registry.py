@@ -18,9 +18,9 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from ._dtypes import REDUCTIONS
-from ._interop import Route
 from ._protocol import Backend
 from ._request import Request, ScatterRequest
+from .libraries.base import Route
 
 ENTRY_POINT_GROUP = "scatterx.backends"
 #: How many automatic choices one registry remembers before it forgets them all.

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _pipeline
+from ._check.arguments import check_string_values
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError, out_of_bounds_error
+from ._pipeline import GATHER, SCATTER, block
 from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic, TransientReason
 from ._registry import register_backend
 from ._request import GatherRequest, Request, ScatterRequest
@@ -52,6 +53,7 @@ __all__ = [
     "TransientReason",
     "block_call",
     "block_gather",
+    "check_string_values",
     "dtype_key",
     "empty_aligned",
     "out_of_bounds_error",
@@ -157,7 +159,7 @@ def block_call(
     >>> name, run()
     ('numpy', array([0., 0., 1.]))
     """
-    return _pipeline.block_call(data, indices, updates, axis, reduction)
+    return block(SCATTER, (data, indices, updates), axis, reduction)
 
 
 def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], Any]]:
@@ -185,7 +187,7 @@ def block_gather(data: Any, indices: Any, axis: int) -> tuple[str, Callable[[], 
     >>> name, run()
     ('numpy', array([7., 5.]))
     """
-    return _pipeline.block_gather(data, indices, axis)
+    return block(GATHER, (data, indices), axis)
 
 
 def unserved(
@@ -217,7 +219,7 @@ def unserved(
     --------
     >>> import numpy as np
     >>> from scatterx.backend import unserved
-    >>> from scatterx._validate import normalise
+    >>> from scatterx._check import normalise
     >>> request = normalise(np.zeros(2), np.array([1]), np.ones(1), 0, "max")
     >>> unserved({"float64": frozenset({"add"})}, request)
     "reduction 'max' is not served for float64"

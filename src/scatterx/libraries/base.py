@@ -10,16 +10,16 @@ Library-specific code lives in a :class:`Library` subclass, and only where DLPac
 carry something, or carries it too slowly for a small call:
 
 - PyTorch: ``Tensor.numpy()`` and ``torch.from_numpy`` share memory as DLPack does, at
-  about a quarter of the cost (0.7 and 0.5 microseconds against 2.4 and 1.4); NumPy's DLPack
+  less cost to a small call; NumPy's DLPack
   cannot import bfloat16, so bfloat16 goes through an int16 view; the conjugate and negative
   bits are resolved first (a copy, which the route says); tensors that require grad reach
-  a route detached, their call recorded by autograd (:mod:`scatterx._torch_grad`); CUDA
+  a route detached, their call recorded by autograd (:mod:`scatterx._torch.autograd`); CUDA
   work is ordered on torch's current stream.
 - JAX: on the CPU ``numpy.asarray`` is a read-only view of the buffer (bfloat16 included);
   results go back through ``jax.numpy.from_dlpack``, which copies unless the buffer is
   64-byte aligned (bfloat16, which JAX's DLPack refuses, through ``jax.device_put``);
   tracers (inside ``jax.jit``, ``jax.vmap``, ``jax.grad``) run as a host callback: see
-  :mod:`scatterx._jax`.
+  :mod:`scatterx._jax.trace`.
 - array-api-strict: only ``CPU_DEVICE`` is CPU memory; its other devices refuse DLPack.
 """
 
@@ -28,12 +28,11 @@ from __future__ import annotations
 import contextlib
 import inspect
 from collections.abc import Callable
-from functools import cache
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._request import Request
+from .._request import Request
 
 NUMPY = "numpy:ndarray"
 CUPY = "cupy:ndarray"
@@ -82,7 +81,7 @@ class Library:
 
     def check_out(self, out: Array) -> None:
         """Raise for an ``out`` of this library that cannot take the result (none, by
-        default); the checks every library shares are :mod:`scatterx._validate_out`'s."""
+        default); the checks every library shares are :mod:`scatterx._check.out`'s."""
 
     def wrote(self, out: Array) -> None:
         """Tell the library that a call wrote into ``out`` behind its back (through a view
@@ -140,17 +139,12 @@ def type_name(array_type: type) -> str:
     try:
         return _TYPE_NAMES[array_type]
     except KeyError:
-        name = _joined_name(array_type.__module__, array_type.__qualname__)
+        name = f"{array_type.__module__.partition('.')[0]}:{array_type.__qualname__}"
         _TYPE_NAMES[array_type] = name
         return name
 
 
 _TYPE_NAMES: dict[type, str] = {}
-
-
-@cache
-def _joined_name(module: str, qualname: str) -> str:
-    return f"{module.partition('.')[0]}:{qualname}"
 
 
 def _from_dlpack(like: Array) -> tuple[Callable[..., Any], bool]:

@@ -20,7 +20,31 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from ._check import GATHER, SCATTER, derive
+
 Array = Any
+
+
+class Calls(NamedTuple):
+    """The scatter and gather of a gradient: made from the checked request of the call
+    differentiated (``like``), checked by nothing again (:func:`scatterx._check.derive`),
+    run by the host's ``run`` (which records or traces them in turn where the host does)
+    with that call's choice of backend."""
+
+    choice: Any
+    like: Any
+    run: Callable[[Any, Any], Array]
+
+    def scatter(
+        self, data: Array, indices: Array, updates: Array, *, axis: int, reduction: str
+    ) -> Array:
+        """scatter_elements of the gradient's arrays."""
+        request = derive(SCATTER, self.like, (data, indices, updates), axis, reduction)
+        return self.run(request, self.choice)
+
+    def gather(self, data: Array, indices: Array, *, axis: int) -> Array:
+        """gather_elements of the gradient's arrays."""
+        return self.run(derive(GATHER, self.like, (data, indices), axis), self.choice)
 
 
 class Rules(NamedTuple):

@@ -1,6 +1,6 @@
 """The rules of scatterx's torch operators: gradients, batching, and torch.func's Functions.
 
-The gradients are :mod:`scatterx._grad`'s, made of the operators themselves (a second
+The gradients are :mod:`scatterx._gradients`'s, made of the operators themselves (a second
 derivative, and a compiled backward, go through them again); a ``torch.func.vmap`` batch
 is one call along the axis after the batch's, the batch in front. Under a ``torch.func``
 transform the operators go through autograd Functions with the same rules, since the
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._grad import Rules, gather_vjp, scatter_vjp
-from ._once import Once
+from .._gradients import Rules, gather_vjp, scatter_vjp
+from .._once import Once
 
 if TYPE_CHECKING:
     import torch
@@ -33,7 +33,7 @@ class Operators(NamedTuple):
 
 
 def overloads() -> Operators:
-    """The operators' overloads (defined by :mod:`scatterx._torch_ops`, which has imported
+    """The operators' overloads (defined by :mod:`scatterx._torch.ops`, which has imported
     torch whole by then: no half-imported module is found here; dynamo traces the look-up)."""
     found = sys.modules["torch"].ops.scatterx
     return Operators(

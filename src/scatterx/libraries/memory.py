@@ -1,7 +1,7 @@
 """The rule that an ``out=`` array's strides prove its elements apart (contract section 7).
 
 A module of its own, importing nothing of scatterx: the checks of ``out`` in
-:mod:`scatterx._validate_out` and the torch host below them (its adapter's ``check_out``,
+:mod:`scatterx._check.out` and the torch host below them (its adapter's ``check_out``,
 the fake run of its ``*_out`` operators) ask the same rule without an import circle.
 """
 

@@ -1,10 +1,10 @@
 """The PyTorch adapter: CPU tensors' NumPy views, bfloat16, lazy bits, autograd, streams.
 
-``Tensor.numpy()`` and ``torch.from_numpy`` share memory as DLPack does, at about a
-quarter of the cost (0.7 and 0.5 microseconds against 2.4 and 1.4); NumPy's DLPack cannot
+``Tensor.numpy()`` and ``torch.from_numpy`` share memory as DLPack does, and cost a small
+call less (docs/performance.md, the small call); NumPy's DLPack cannot
 import bfloat16, so bfloat16 goes through an int16 view; the conjugate and negative bits
 are resolved first (a copy, which the route says); tensors that require grad are recorded
-by autograd (:mod:`scatterx._torch_grad`); CUDA work is ordered on torch's current stream.
+by autograd (:mod:`scatterx._torch.autograd`); CUDA work is ordered on torch's current stream.
 
 Threads (contract section 13): what this module remembers is one answer per key (a route
 per tensor type, torch's ``strided`` and ``from_numpy``, NumPy's bfloat16 dtype); two
@@ -15,16 +15,17 @@ threads that miss at once compute equal answers, and the route is stored once
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 from collections.abc import Callable, Iterator
 from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
 
-from . import _torch_ops
-from ._interop import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
-from ._overlap import refuse_self_overlap
-from ._request import GatherRequest, Request
+from .._request import GatherRequest, Request
+from .base import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
+from .memory import refuse_self_overlap
 
 _EARLY: dict[type, Route] = {}  # see the module docstring: filled without a lock
 #: The dtypes of indices the contract takes, as :meth:`Torch.early` asks of their views
@@ -42,10 +43,10 @@ class Torch(Library):
     @staticmethod
     def early(arrays: Arrays) -> Arrays | None:
         """The CPU tensors' NumPy views, or None (another device, a flag set, bfloat16,
-        a tensor that requires grad: :mod:`scatterx._torch_grad` takes those; indices of a
+        a tensor that requires grad: :mod:`scatterx._torch.autograd` takes those; indices of a
         dtype the contract refuses, so that the error names the tensor's dtype; any tensor
-        under ``torch.jit.trace`` or forward-mode AD: ``_torch_ops.not_early``)."""
-        if _torch_ops.not_early():
+        under ``torch.jit.trace`` or forward-mode AD: :func:`not_early`)."""
+        if not_early():
             return None
         try:
             if len(arrays) == 3:  # a scatter's, at the small call's speed
@@ -69,7 +70,7 @@ class Torch(Library):
         return bool(request.data.requires_grad or request.updates.requires_grad)
 
     def traced(self, arrays: Arrays) -> bool:
-        return _torch_ops.traced(arrays)
+        return traced(arrays)
 
     def check_out(self, out: Array) -> None:
         """Refuse an ``out`` that requires grad with grad mode on (autograd would not see the
@@ -174,6 +175,97 @@ def _torch_stream(array: Array) -> Iterator[None]:
     stream = _torch().cuda.current_stream(array.device)
     with cupy.cuda.Device(array.device.index), cupy.cuda.ExternalStream(stream.cuda_stream):
         yield
+
+
+#: The error of every forward-mode derivative of a scatterx call.
+NO_FORWARD_MODE = (
+    "scatterx has no forward-mode derivative (torch.func.jvp, jacfwd, hessian, "
+    "torch.autograd.forward_ad): use reverse mode, torch.func.jacrev, or "
+    "jacrev(jacrev(f)) for a second derivative"
+)
+#: Set while an operator's body runs a call: nothing is traced there.
+inside = threading.local()
+
+
+def compiling() -> bool:
+    """Whether dynamo (``torch.compile``) traces this call now (then torch's operators
+    take it).
+
+    Nothing here may make dynamo break the graph: no look at the arrays, no import, no
+    write. ``torch.compiler.is_dynamo_compiling`` is true where dynamo traces and false
+    everywhere else (``is_compiling`` is one flag for the whole process, true in every
+    thread while one compiles). A torch that another thread is still importing has no
+    ``compiler`` yet, and compiles nothing.
+    """
+    compiler = getattr(sys.modules.get("torch"), "compiler", None)
+    return compiler is not None and bool(compiler.is_dynamo_compiling())
+
+
+def is_tensor(array: Any) -> bool:
+    """Whether ``array`` is a torch tensor (torch imported: asked while it compiles)."""
+    return isinstance(array, sys.modules["torch"].Tensor)
+
+
+def forward_mode_on() -> bool:
+    """Whether a level of ``torch.autograd.forward_ad`` is open (``dual_level``): then a
+    tensor may carry a tangent that its NumPy view would drop. torch has no public
+    question for it; a torch without the level's name is taken as having one open."""
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    return forward_ad is not None and getattr(forward_ad, "_current_level", 0) >= 0
+
+
+def not_early() -> bool:
+    """Whether tensors must not be carried early to their NumPy views, which would hide
+    them: from forward-mode AD (a tangent) or from ``torch.jit.trace`` (it would record
+    the result as a constant). :func:`traced` looks at them instead."""
+    return forward_mode_on() or bool(_torch().jit.is_tracing())
+
+
+def refuse_tangents(arrays: Arrays) -> None:
+    """Raise the contract's error for a forward-mode derivative where one of ``arrays``
+    carries a tangent (a dual tensor of ``torch.autograd.forward_ad``)."""
+    torch = _torch()
+    unpack = torch.autograd.forward_ad.unpack_dual  # imported by torch's own import
+    if any(isinstance(a, torch.Tensor) and unpack(a).tangent is not None for a in arrays):
+        raise NotImplementedError(NO_FORWARD_MODE)
+
+
+def traced(arrays: Arrays) -> bool:
+    """Whether torch traces a call of these tensors, so that it must go through an operator.
+
+    Asked off the small call's path only (where a CPU tensor's ``.numpy()`` failed, or
+    :func:`not_early`): fake and functional tensors (``torch.export``), ``torch.jit.trace``
+    (its graph records the operator), an active ``torch.func`` transform, a dispatch mode,
+    the batched gradients of ``is_grads_batched``. torch has no public question for the
+    last three. Dual tensors of ``torch.autograd.forward_ad`` are refused here.
+    """
+    if getattr(inside, "running", False):
+        return False
+    if forward_mode_on():
+        refuse_tangents(arrays)
+    torch = _torch()
+    # is_compiling and is_exporting are true in every thread while one compiles or
+    # exports: another thread's eager call then runs through the operators (its result
+    # the same, one step longer).
+    if torch.compiler.is_compiling() or torch.compiler.is_exporting() or torch.jit.is_tracing():
+        return True
+    if any(isinstance(a, _tracing_types()) for a in arrays):
+        return True
+    functorch = torch._C._functorch
+    if functorch.maybe_current_level() is not None or torch._C._len_torch_dispatch_stack() > 0:
+        return True
+    # The batched gradients of torch.autograd.grad(is_grads_batched=True) (jacobian and
+    # hessian with vectorize=True): torch's older vmap, which runs the operators too.
+    legacy = getattr(functorch, "is_legacy_batchedtensor", None)
+    return legacy is not None and any(isinstance(a, torch.Tensor) and legacy(a) for a in arrays)
+
+
+@cache  # two threads that miss at once import the same two classes
+def _tracing_types() -> tuple[type, ...]:
+    from torch._subclasses.fake_tensor import FakeTensor
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    return (FakeTensor, FunctionalTensor)
 
 
 def _resolved(array: Array) -> Array:

@@ -1,6 +1,6 @@
 """The JAX adapter: CPU buffers as read-only NumPy views, results back by DLPack or
 ``device_put``; tracers (inside ``jax.jit``, ``jax.vmap``, ``jax.grad``) have no device
-and run as a host callback (:mod:`scatterx._jax`)."""
+and run as a host callback (:mod:`scatterx._jax.trace`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ._interop import TRACED, Array, Arrays, Library
+from .base import TRACED, Array, Arrays, Library
 
 
 class Jax(Library):

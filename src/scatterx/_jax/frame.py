@@ -1,11 +1,11 @@
 """Reading XLA's ``XLA_FFI_CallFrame`` in numba code: the offsets of ``c_api.h``'s structs.
 
-Only :mod:`scatterx._jax_ffi`'s handler imports this module (it imports numba). Offsets
+Only :mod:`scatterx._jax.ffi`'s handler imports this module (it imports numba). Offsets
 are those of the C structs on a 64-bit platform: every pointer, ``size_t`` and
 ``int64_t`` is 8 bytes, an enum 4 (padded to 8 before a pointer).
 
 Nothing here is set up on first use but the compiles of the ``njit`` functions, and those
-happen once, while the handler is compiled under :mod:`scatterx._jax_ffi`'s first-use
+happen once, while the handler is compiled under :mod:`scatterx._jax.ffi`'s first-use
 lock (numba's own compiler lock guards them besides); the handler's compiled code holds
 them from then on.
 """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._interop import Array, Library
+from .base import Array, Library
 
 
 class ArrayApiStrict(Library):

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._onnx_ops import GatherElements, Scatter, ScatterElements, ops
+    from .evaluator import GatherElements, Scatter, ScatterElements, ops
 
 __all__ = ["GatherElements", "Scatter", "ScatterElements", "ops"]
 
@@ -41,9 +41,9 @@ __all__ = ["GatherElements", "Scatter", "ScatterElements", "ops"]
 def __getattr__(name: str) -> Any:
     """The operator classes, made (and onnx imported) on first use."""
     if name in __all__:
-        from . import _onnx_ops
+        from . import evaluator
 
-        return getattr(_onnx_ops, name)
+        return getattr(evaluator, name)
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)
 

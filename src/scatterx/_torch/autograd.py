@@ -2,7 +2,7 @@
 
 A call whose ``data`` or ``updates`` requires grad, with grad mode on, runs as a
 ``torch.autograd.Function``: the forward is the ordinary call on the detached tensors
-(their own route and device), and the backward is :mod:`scatterx._grad`'s rules, made of
+(their own route and device), and the backward is :mod:`scatterx._gradients`'s rules, made of
 scatterx calls on the gradient's tensors. Under ``create_graph=True`` those calls are
 recorded in turn, so a second derivative works. With grad mode off the tensors are used
 detached, as torch's own operations do. The backend choice in force when the call is
@@ -15,17 +15,20 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from ._grad import Rules, gather_vjp, scatter_vjp
-from ._once import Once
-from ._request import GatherRequest, Request, ScatterRequest
+from .._check import OPERATIONS
+from .._config import Configured
+from .._gradients import Calls, Rules, gather_vjp, scatter_vjp
+from .._once import Once
+from .._request import GatherRequest, Request, ScatterRequest
+from .._run import run
+from ..libraries import library_of
+from .ops import call
 
 
-def recorded(request: Request, out: Any, run: Any) -> Any:
-    """The call of ``request`` (torch tensors, one of which requires grad): recorded by
-    autograd where grad mode is on, else run on the detached tensors, as torch's own
-    operations do. ``run`` (the pipeline's ``Runner``) runs a request of detached tensors,
-    deciding its backend; its ``calls`` are the backward's, with the same choice.
-    """
+def recorded(request: Request, out: Any, choice: Configured) -> Any:
+    """The checked call of ``request`` (torch tensors, one of which requires grad):
+    recorded by autograd where grad mode is on, else run on the detached tensors, as
+    torch's own operations do; by the backend ``choice``, which its backward keeps."""
     import torch
 
     if out is not None and torch.is_grad_enabled():
@@ -36,9 +39,9 @@ def recorded(request: Request, out: Any, run: Any) -> Any:
         )
         raise TypeError(msg)
     if not torch.is_grad_enabled():
-        return run(detached(request))
+        return run(detached(request), choice, out, request.data)
     function = _functions().Gather if isinstance(request, GatherRequest) else _functions().Scatter
-    return function.apply(request, run, *request.arrays)
+    return function.apply(request, choice, *request.arrays)
 
 
 def detached(request: Request) -> Request:
@@ -51,13 +54,27 @@ class TorchCompileWarning(UserWarning):
     """Kept so that filters naming it still work: nothing warns it now.
 
     ``torch.compile`` met scatterx calls at graph breaks, with this warning; they are
-    torch operators now (:mod:`scatterx._torch_ops`), one node of the compiled graph.
+    torch operators now (:mod:`scatterx._torch.ops`), one node of the compiled graph.
     """
 
 
-def _rules(calls: Any) -> Rules:
-    """The gradient's operations in torch: the pipeline's ``calls`` (with the choice of the
-    call recorded), recorded in turn under ``create_graph=True``."""
+def _backward_run(request: Request, choice: Configured) -> Any:
+    """The run of a backward's call: through the operators where torch traces it (the
+    batched gradients of ``is_grads_batched``), recorded in turn where autograd records it
+    (``create_graph=True``), else eager."""
+    library = library_of(type(request.data))
+    if library is not None and library.traced(request.arrays):  # batched gradients
+        operation = OPERATIONS[request.operation]
+        reduction = getattr(request, "reduction", None)
+        return call(operation, request.arrays, request.axis, reduction, None, choice)
+    if library is not None and library.records(request):
+        return recorded(request, None, choice)
+    return run(request, choice)
+
+
+def _rules(calls: Calls) -> Rules:
+    """The gradient's operations in torch: ``calls``, recorded in turn under
+    ``create_graph=True``."""
     import array_api_compat.torch as xp
 
     return Rules(
@@ -77,10 +94,19 @@ def _define() -> Any:
 
         @staticmethod
         def forward(
-            ctx: Any, request: ScatterRequest, run: Any, data: Any, indices: Any, updates: Any
+            ctx: Any,
+            request: ScatterRequest,
+            choice: Configured,
+            data: Any,
+            indices: Any,
+            updates: Any,
         ) -> Any:
-            out = run(detached(request))
-            ctx.axis, ctx.reduction, ctx.backend = request.axis, request.reduction, run.calls
+            out = run(detached(request), choice)
+            ctx.axis, ctx.reduction, ctx.backend = (
+                request.axis,
+                request.reduction,
+                Calls(choice, request, _backward_run),
+            )
             saved = (data, updates, out) if request.reduction in ("mul", "max", "min") else ()
             ctx.save_for_backward(indices, *saved)
             return out
@@ -107,10 +133,16 @@ def _define() -> Any:
         """gather_elements, whose gradient adds ``g`` back in C order."""
 
         @staticmethod
-        def forward(ctx: Any, request: GatherRequest, run: Any, data: Any, indices: Any) -> Any:
-            ctx.axis, ctx.backend, ctx.shape = request.axis, run.calls, tuple(data.shape)
+        def forward(
+            ctx: Any, request: GatherRequest, choice: Configured, data: Any, indices: Any
+        ) -> Any:
+            ctx.axis, ctx.backend, ctx.shape = (
+                request.axis,
+                Calls(choice, request, _backward_run),
+                tuple(data.shape),
+            )
             ctx.save_for_backward(indices)
-            return run(detached(request))
+            return run(detached(request), choice)
 
         @staticmethod
         def backward(ctx: Any, g: Any) -> Any:

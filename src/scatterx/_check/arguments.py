@@ -1,5 +1,5 @@
 """The rules of contract.md sections 4 and 10, one function each: what the checks of
-:mod:`scatterx._validate` are made of."""
+:mod:`scatterx._check` are made of."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import (
+from .._dtypes import (
     REDUCTIONS,
     check_index_dtype,
     data_key,
@@ -19,8 +19,8 @@ from ._dtypes import (
     numpy_dtype,
     why_reduction_undefined,
 )
-from ._interop import type_name
-from ._libraries import device_of, library_name
+from ..libraries import device_of, library_name
+from ..libraries.base import type_name
 
 Key = tuple[Any, ...]
 
@@ -222,8 +222,23 @@ def check_string_values(array: Any, role: str, offsets: tuple[int, ...] = ()) ->
     """Strings hold ``str`` only: object arrays nothing else, StringDType no missing value.
 
     The one check that reads values: the dtype cannot say what an object array holds, nor
-    whether a StringDType with an ``na_object`` holds that missing value. ``offsets``: where
-    ``array`` starts in the whole (a block of a chunked array), for the position told.
+    whether a StringDType with an ``na_object`` holds that missing value. A backend of
+    chunked arrays runs it on each block (``scatterx.backend.check_string_values``).
+
+    Parameters
+    ----------
+    array : array
+        The values; anything but a non-empty NumPy array passes.
+    role : str
+        Its role in the call (``"data"``, ``"updates"``), named by the error.
+    offsets : tuple of int, optional
+        Where ``array`` starts in the whole (a block of a chunked array), for the position
+        the error names.
+
+    Raises
+    ------
+    TypeError
+        At the first value, in C order, that is not a ``str``.
     """
     if not isinstance(array, np.ndarray) or array.size == 0:
         return

@@ -12,7 +12,7 @@ and its checks are the pipeline's, as in the host callback. An error becomes an
 ``XLA_FFI_Error`` (made by the API's ``XLA_FFI_Error_Create``) whose message is the
 callback's, ``"IndexError: ..."``.
 
-The target serves every traced call on the CPU; the host callback (:mod:`scatterx._jax`)
+The target serves every traced call on the CPU; the host callback (:mod:`scatterx._jax.trace`)
 serves the other platforms (``jax.lax.platform_dependent`` picks at lowering) and every
 call when numba is missing.
 """
@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._request import GatherRequest, Request
+from .._request import GatherRequest, Request
 
 TARGET = "scatterx_run"
 ROUTE = (
@@ -224,7 +224,7 @@ def _handler() -> tuple[Any, Any]:
     :func:`_register` calls it, once per process. Numba is imported here, on first use."""
     import numba as nb
 
-    from ._jax_frame import read_frame, read_metadata
+    from .frame import read_frame, read_metadata
 
     @nb.njit(nogil=False)
     def serve(frame: int) -> int:

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 import numpy as np
 from onnx.reference.op_run import OpRun
 
-from ._api import gather_elements, scatter_elements
-from ._dtypes import REDUCTIONS, dtype_key
-from ._errors import BackendError
+from .._api import gather_elements, scatter_elements
+from .._dtypes import REDUCTIONS, dtype_key
+from .._errors import BackendError
 
 #: The reductions each opset of ScatterElements allows (none of them before opset 16).
 _REDUCTIONS_FROM = ((18, ("none", "add", "mul", "max", "min")), (16, ("none", "add", "mul")))

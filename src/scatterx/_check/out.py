@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ._dtypes import numpy_dtype
-from ._interop import type_name
-from ._libraries import device_of, library_name, library_of
-from ._overlap import refuse_self_overlap
-from ._request import GatherRequest, Request, ScatterRequest
-from ._rules import refuse_masked
+from .._dtypes import numpy_dtype
+from .._request import GatherRequest, Request, ScatterRequest
+from ..libraries import device_of, library_name, library_of
+from ..libraries.base import type_name
+from ..libraries.memory import refuse_self_overlap
+from .arguments import refuse_masked
 
 #: Libraries whose arrays cannot be written into, and why.
 _IMMUTABLE = {

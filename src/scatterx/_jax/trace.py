@@ -3,7 +3,7 @@
 A traced value has a shape and a dtype but no buffer, so the call is checked (contract
 sections 4 and 10) and its backend chosen at trace time, on stand-in NumPy arrays of the
 same metadata, and computed when the traced function runs: on the CPU by the XLA FFI
-target of :mod:`scatterx._jax_ffi`, which runs the pipeline on views of XLA's own
+target of :mod:`scatterx._jax.ffi`, which runs the pipeline on views of XLA's own
 buffers; elsewhere, and for what the target does not serve, by ``jax.pure_callback`` on
 the host: JAX hands the callback NumPy arrays and takes its NumPy result back.
 
@@ -13,7 +13,7 @@ batch: batch coordinates, like every coordinate but the axis, are kept. An index
 bounds raises the error of the call of that batch element alone, its element named.
 
 Each traced call is a ``jax.custom_vjp`` function: its gradient (contract section 9) is
-made of scatterx calls and ``jax.numpy``, by :mod:`scatterx._grad`, so ``jax.grad`` of a
+made of scatterx calls and ``jax.numpy``, by :mod:`scatterx._gradients`, so ``jax.grad`` of a
 gradient works too.
 """
 
@@ -24,13 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _jax_ffi
-from ._config import Configured
-from ._errors import out_of_bounds_error
-from ._grad import Rules, gather_vjp, scatter_vjp
-from ._plan import Decision, decide, explain_plan
-from ._request import GatherRequest, Request
-from ._results import results_into
+from .._check import OPERATIONS, derive
+from .._config import Configured
+from .._errors import out_of_bounds_error
+from .._gradients import Calls, Rules, gather_vjp, scatter_vjp
+from .._plan import Decision, decide, explain_plan
+from .._request import GatherRequest, Request
+from .._results import results_into
+from .._run import run
+from ..libraries.base import NUMPY, TRACED
+from . import ffi as _jax_ffi
 
 ROUTE = "jax trace -> numpy:ndarray by jax.pure_callback (a host callback), at run time"
 
@@ -50,12 +53,12 @@ def explain_traced(request: Request, backend: Any) -> Decision:
     return Decision(decision.backend, decision.source, decision.call, decision.reasons, route)
 
 
-#: The pipeline's run of the callback's NumPy arrays: the choice, the number of vmap's
-#: batch dimensions (in front), the arrays.
+#: The run of the callback's NumPy arrays: the choice, the number of vmap's batch
+#: dimensions (in front), the arrays.
 Host = Callable[..., Any]
 
 
-def traced(request: Request, calls: Any, host: Host) -> Any:
+def traced(request: Request, choice: Configured) -> Any:
     """The traced result of a call of traced JAX values: a differentiable call of the FFI
     target on the CPU, of the host callback elsewhere.
 
@@ -64,12 +67,37 @@ def traced(request: Request, calls: Any, host: Host) -> Any:
     the pipeline on the host's arrays with the choice in force now (``use_backend`` and
     the rest), whatever is in force when the traced function runs.
     """
-    if calls.choice.names is not None:
-        decide(stand_in(request), calls.choice)
-    run = _Lowered(host, calls.choice, request)
+    if choice.names is not None:
+        decide(stand_in(request), choice)
+    lowered = _Lowered(_on_host(request), choice, request)
+    calls = Calls(choice, request, _gradient_run)
     if isinstance(request, GatherRequest):
-        return _gather(request.axis, calls, request.shape, run)(*request.arrays)
-    return _scatter(request.axis, request.reduction, calls, run)(*request.arrays)
+        return _gather(request.axis, calls, request.shape, lowered)(*request.arrays)
+    return _scatter(request.axis, request.reduction, calls, lowered)(*request.arrays)
+
+
+def _on_host(request: Request) -> Host:
+    """The run of the host's arrays of a traced call (the FFI target's views of XLA's
+    buffers, or the callback's NumPy arrays): they have the traced values' metadata,
+    checked at trace time. Under ``jax.vmap`` (its batch dimensions in front) they make
+    the request of the batch, along the shifted axis, checked by nothing again."""
+    operation = OPERATIONS[request.operation]
+    reduction = getattr(request, "reduction", None)
+
+    def host(choice: Configured, batch: int, *arrays: Any) -> Any:
+        if batch == 0:
+            return run(request.with_arrays(arrays, NUMPY, "cpu"), choice)
+        return run(derive(operation, request, arrays, request.axis + batch, reduction), choice)
+
+    return host
+
+
+def _gradient_run(request: Request, choice: Configured) -> Any:
+    """The run of a gradient's call: traced in turn (``jax.grad`` of a gradient, or under
+    ``jit``), else eager."""
+    if request.device is TRACED:
+        return traced(request, choice)
+    return run(request, choice)
 
 
 class _Lowered:
@@ -159,13 +187,13 @@ def _host(run_host: _Unbatched, rank: int) -> Any:
     return run
 
 
-def _scatter(axis: int, reduction: str, calls: Any, run: _Lowered) -> Any:
+def _scatter(axis: int, reduction: str, calls: Any, lowered: _Lowered) -> Any:
     import jax
 
     @jax.custom_vjp
     def scatter(data: Any, indices: Any, updates: Any) -> Any:
         shape = jax.ShapeDtypeStruct(data.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return run(shape, data, indices, updates)
+        return lowered(shape, data, indices, updates)
 
     def forward(data: Any, indices: Any, updates: Any) -> Any:
         out = scatter(data, indices, updates)
@@ -187,13 +215,13 @@ def _scatter(axis: int, reduction: str, calls: Any, run: _Lowered) -> Any:
     return scatter
 
 
-def _gather(axis: int, calls: Any, shape: tuple[int, ...], run: _Lowered) -> Any:
+def _gather(axis: int, calls: Any, shape: tuple[int, ...], lowered: _Lowered) -> Any:
     import jax
 
     @jax.custom_vjp
     def gather(data: Any, indices: Any) -> Any:
         result = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return run(result, data, indices)
+        return lowered(result, data, indices)
 
     def forward(data: Any, indices: Any) -> Any:
         return gather(data, indices), indices  # data's shape is known: not a residual
@@ -207,8 +235,8 @@ def _gather(axis: int, calls: Any, shape: tuple[int, ...], run: _Lowered) -> Any
     return gather
 
 
-def _rules(calls: Any) -> Rules:
-    """The gradient's operations in JAX: the pipeline's ``calls`` (traced: callbacks again)."""
+def _rules(calls: Calls) -> Rules:
+    """The gradient's operations in JAX: ``calls`` (traced: FFI calls or callbacks again)."""
     import jax.numpy as jnp
 
     return Rules(

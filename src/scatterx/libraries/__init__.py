@@ -1,7 +1,7 @@
 """Which library an array is of (one lookup by type, remembered), and its route to a carrier.
 
 Each library that no backend serves natively is carried through DLPack (see
-:mod:`scatterx._interop`, whose :class:`Library` is the generic adapter); what is
+:mod:`scatterx.libraries.base`, whose :class:`Library` is the generic adapter); what is
 particular to one library lives in its adapter's module (``_torch_library``,
 ``_jax_library``, ``_array_api_strict_library``), only where DLPack cannot carry
 something, or carries it too slowly for a small call.
@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _torch_ops
-from ._array_api_strict_library import ArrayApiStrict
-from ._interop import CARRIERS, CUPY, NUMPY, TRACED, Library, Route
-from ._jax_library import Jax
-from ._request import Request
-from ._torch_library import Torch
+from .._request import Request
+from .array_api_strict import ArrayApiStrict
+from .base import CARRIERS, CUPY, NUMPY, TRACED, Library, Route
+from .jax import Jax
+from .torch import Torch
 
 _ADAPTERS: dict[str, Library] = {}
 _ADAPTERS_LOCK = threading.Lock()
@@ -33,10 +32,6 @@ _ADAPTERS_LOCK = threading.Lock()
 
 def _library(top: str) -> Library:
     """The adapter of the library ``top``: one per process, made on first use."""
-    if top == "torch":
-        # Defined when scatterx meets torch, so that export can name them; under the
-        # operators' own lock, not this one.
-        _torch_ops.operators()
     with _ADAPTERS_LOCK:
         found = _ADAPTERS.get(top)
         if found is None:

@@ -5,7 +5,7 @@ The scatter and the gather are checked by the same code: an :class:`Operation` s
 they differ in (their arrays, whether they reduce, the dtype rule, whose shape the result
 has, which arrays' strings are read). The checks of a call of one library's arrays depend
 on their metadata alone (with the arrays' layout), so they are remembered by it: that
-metadata is the request's ``key``. The rules themselves are :mod:`scatterx._rules`'.
+metadata is the request's ``key``. The rules themselves are :mod:`scatterx._check.arguments`'.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from ._interop import NUMPY, type_name
-from ._libraries import library_of
-from ._request import GatherRequest, Request, ScatterRequest
-from ._rules import (
+from .._request import GatherRequest, Request, ScatterRequest
+from ..libraries import library_of
+from ..libraries.base import NUMPY, type_name
+from .arguments import (
     STRING_KEYS,
     Key,
     Metadata,
@@ -38,7 +38,7 @@ from ._rules import (
     known_shape,
     layout,
 )
-from ._validate_out import check_out
+from .out import check_out
 
 
 def _scatter_dtype_key(dtypes: tuple[Any, ...], reduction: str) -> str:
@@ -80,12 +80,11 @@ class Operation(NamedTuple):
 
 
 def _scatter_request(arrays: tuple[Any, ...], axis: int, reduction: str, *rest: Any) -> Request:
-    # tuple.__new__: the request made at C speed, every field given (the small call's way).
-    return tuple.__new__(ScatterRequest, (*arrays, axis, reduction, *rest, None))
+    return ScatterRequest._make((*arrays, axis, reduction, *rest, None))
 
 
 def _gather_request(arrays: tuple[Any, ...], axis: int, reduction: None, *rest: Any) -> Request:
-    return tuple.__new__(GatherRequest, (*arrays, axis, *rest, None))
+    return GatherRequest._make((*arrays, axis, *rest, None))
 
 
 SCATTER = Operation(
@@ -109,20 +108,21 @@ GATHER = Operation(
 OPERATIONS = {operation.name: operation for operation in (SCATTER, GATHER)}
 
 
-def normalise(
-    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any = None
-) -> ScatterRequest:
-    """Check a scatter against contract.md section 4 (and ``out`` against section 7) and
-    build its request.
+def check(
+    operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction: Any = None, out: Any = None
+) -> Request:
+    """The checked request of a call of ``operation`` on ``arrays`` (contract sections 4
+    and 10, and section 7 for ``out``): the one check of every call the user makes.
 
     Raises the contract's ValueError or TypeError; never reads index values (but for the
     strings of object and StringDType arrays).
     """
-    if (out is None or out is data) and type(data) is type(indices) is type(updates) is np.ndarray:
+    data = arrays[0]
+    if (out is None or out is data) and operation is SCATTER and _all_numpy(arrays):
         # The small call's way, spelled out: _request's, for three NumPy arrays. ``out=data``
         # too: ``check_out`` holds for data itself (a plain ndarray: its library, device,
         # shape and dtype), and ``settled`` checks its memory as it runs.
-        strides = data.strides, indices.strides, updates.strides
+        indices, updates = arrays[1], arrays[2]
         key: Key = (
             "scatter_elements",  # SCATTER.name
             np.ndarray,
@@ -137,33 +137,54 @@ def normalise(
             indices.dtype,
             updates.dtype,
             _ON_CPU,
-            strides,
+            (data.strides, indices.strides, updates.strides),
         )
         try:
             checked: Metadata | None = _checked(key)
         except TypeError:  # the check's own: raised below, with no context
             checked = None
         if checked is not None and checked.dtype_key not in STRING_KEYS:
-            checked_axis, dtype_key = checked.axis, checked.dtype_key
-            arrays = (data, indices, updates, checked_axis, reduction, NUMPY, dtype_key)
-            fields = (*arrays, "cpu", checked, out)
-            return tuple.__new__(ScatterRequest, fields)
+            fields = (*arrays, checked.axis, reduction, NUMPY, checked.dtype_key, "cpu", checked)
+            return ScatterRequest._make((*fields, out))
+    return _checked_request(operation, arrays, axis, reduction, out)
+
+
+def _all_numpy(arrays: tuple[Any, ...]) -> bool:
+    return type(arrays[0]) is type(arrays[1]) is type(arrays[2]) is np.ndarray
+
+
+def normalise(
+    data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any = None
+) -> ScatterRequest:
+    """:func:`check` of a scatter."""
     return cast(ScatterRequest, check(SCATTER, (data, indices, updates), axis, reduction, out))
 
 
 def normalise_gather(data: Any, indices: Any, axis: Any, out: Any = None) -> GatherRequest:
-    """Check a gather against contract.md section 10 (and ``out`` against section 7) and
-    build its request.
-
-    Raises the contract's ValueError or TypeError; never reads index values.
-    """
+    """:func:`check` of a gather."""
     return cast(GatherRequest, check(GATHER, (data, indices), axis, None, out))
 
 
-def check(
+def derive(
+    operation: Operation, like: Request, arrays: tuple[Any, ...], axis: int, reduction: Any = None
+) -> Request:
+    """The request of a call that a host makes from the checked call ``like``, checking
+    nothing again: a gradient's calls, a vmap batch. Their arrays' shapes follow from the
+    checked ones of ``like`` (the rules of :mod:`scatterx._gradients`: the same indices, or
+    arrays of their shape; a batch in front, ``axis`` shifted by it); their dtypes give the
+    dtype key, and their library their device. ``key`` is None: decided afresh."""
+    data = arrays[0]
+    library = library_of(type(data))
+    device = "cpu" if library is None else library.devices(*arrays)[0]
+    dtype_key = operation.dtype_key(tuple(a.dtype for a in arrays), reduction)
+    del like  # what it checked is what these arrays are: nothing of it is read again
+    return operation.make(arrays, axis, reduction, type_name(type(data)), dtype_key, device, None)
+
+
+def _checked_request(
     operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction: Any, out: Any
 ) -> Request:
-    """The checked request of a call of ``operation`` on ``arrays``."""
+    """:func:`check` of any call."""
     kind = type(arrays[0])
     if kind is np.ndarray and _alike(kind, arrays):
         request = _request(operation, arrays, axis, reduction, _ON_CPU, NUMPY)

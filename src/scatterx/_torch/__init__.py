@@ -1,0 +1,1 @@
+"""torch operators, their rules (fake shapes, vmap, gradients) and autograd."""
