@@ -70,9 +70,9 @@ def _call() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def test_a_numpy_call_is_checked_once() -> None:
     data, indices, updates = _call()
     counts = _once(lambda: scatterx.scatter_elements(data, indices, updates, reduction="add"))
-    assert counts == Counter(public=1, check=1, run=1)
+    assert (counts["public"], counts["check"]) == (1, 1)
     counts = _once(lambda: scatterx.gather_elements(data, indices))
-    assert counts == Counter(public=1, check=1, run=1)
+    assert (counts["public"], counts["check"]) == (1, 1)
 
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])

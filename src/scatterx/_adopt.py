@@ -67,7 +67,7 @@ def adopt(arrays: tuple[Any, ...], out: Any = None) -> Adopted:
     if known is None or known[0] is not _registry.current():
         known = _EARLY[kind] = _early_of(kind, arrays[0])
     library, route = known[1], known[2]
-    if route is None or any(type(array) is not kind for array in arrays):
+    if route is None or type(arrays[1]) is not kind or type(arrays[-1]) is not kind:
         return Adopted((arrays, library, None))
     carried = library.early(arrays)  # type: ignore[misc, union-attr]
     if carried is None:

@@ -20,7 +20,7 @@ from ._check import GATHER, SCATTER, Operation, check
 from ._check.out import settled
 from ._config import configured
 from ._jax import trace as _jax
-from ._plan import Decision, decide, decide_for_blocks, explain_plan
+from ._plan import Decision, Plan, decide, decide_for_blocks, explain_plan
 from ._request import Request
 from ._run import execute, run, run_carried
 from ._torch import autograd as _autograd
@@ -40,9 +40,14 @@ def call(
     if type(data) is np.ndarray and (out is None or (out is data and operation is SCATTER)):
         # NumPy's fast lane: indices and updates join data, or are refused by the check.
         request = check(operation, arrays, axis, reduction, out)
-        if out is None:
-            return execute(decide(request, configured(backend)), data)
-        return run(request, configured(backend), out, data)
+        if out is not None:
+            return run(request, configured(backend), out, data)
+        chosen, route, request = decide(request, configured(backend))
+        if route is None:  # a backend of NumPy arrays: its result is the caller's
+            if operation is SCATTER:
+                return chosen.scatter_elements(request)  # type: ignore[arg-type]
+            return chosen.gather_elements(request)  # type: ignore[attr-defined]
+        return execute(Plan((chosen, route, request)), data)
     if _compiled(data) or (out is not None and _traced(out, arrays)):
         return _torch_ops.call(operation, arrays, axis, reduction, out, backend)
     choice = configured(backend)

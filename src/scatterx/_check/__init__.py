@@ -118,7 +118,11 @@ def check(
     strings of object and StringDType arrays).
     """
     data = arrays[0]
-    if (out is None or out is data) and operation is SCATTER and _all_numpy(arrays):
+    if (
+        (out is None or out is data)
+        and operation is SCATTER
+        and type(data) is type(arrays[1]) is type(arrays[2]) is np.ndarray
+    ):
         # The small call's way, spelled out: _request's, for three NumPy arrays. ``out=data``
         # too: ``check_out`` holds for data itself (a plain ndarray: its library, device,
         # shape and dtype), and ``settled`` checks its memory as it runs.
@@ -144,13 +148,9 @@ def check(
         except TypeError:  # the check's own: raised below, with no context
             checked = None
         if checked is not None and checked.dtype_key not in STRING_KEYS:
-            fields = (*arrays, checked.axis, reduction, NUMPY, checked.dtype_key, "cpu", checked)
-            return ScatterRequest._make((*fields, out))
+            fields = (data, indices, updates, checked.axis, reduction, NUMPY, checked.dtype_key)
+            return ScatterRequest._make((*fields, "cpu", checked, out))
     return _checked_request(operation, arrays, axis, reduction, out)
-
-
-def _all_numpy(arrays: tuple[Any, ...]) -> bool:
-    return type(arrays[0]) is type(arrays[1]) is type(arrays[2]) is np.ndarray
 
 
 def normalise(

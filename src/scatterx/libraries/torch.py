@@ -217,8 +217,13 @@ def forward_mode_on() -> bool:
 def not_early() -> bool:
     """Whether tensors must not be carried early to their NumPy views, which would hide
     them: from forward-mode AD (a tangent) or from ``torch.jit.trace`` (it would record
-    the result as a constant). :func:`traced` looks at them instead."""
-    return forward_mode_on() or bool(_torch().jit.is_tracing())
+    the result as a constant). :func:`traced` looks at them instead. Asked of tensors,
+    which prove torch imported whole; on the small call's path, :func:`forward_mode_on`
+    inlined."""
+    forward_ad = sys.modules.get("torch.autograd.forward_ad")
+    if forward_ad is not None and getattr(forward_ad, "_current_level", 0) >= 0:
+        return True
+    return bool(sys.modules["torch"].jit.is_tracing())
 
 
 def refuse_tangents(arrays: Arrays) -> None:
