@@ -9,8 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import check_string_values
-from scatterx.backend import block_call, block_gather, out_of_bounds_error
+from scatterx.backend import block_call, block_gather, check_string_values, out_of_bounds_error
 
 from ._cores import run_on_numba
 
