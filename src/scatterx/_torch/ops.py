@@ -31,6 +31,7 @@ from .._run import run_arrays
 from ..libraries.memory import refuse_self_overlap
 from ..libraries.torch import compiling, inside
 from . import rules
+from .export import exported
 from .rules import Operators
 
 Tensor = Any
@@ -65,10 +66,20 @@ def call(
     roles = {**dict(zip(operation.roles, arrays, strict=True)), "out": out}
     axis = for_operators(roles, axis, reduction if operation is SCATTER else "none")
     ops, name = operators(), _backend_name(backend)
+    if out is not None:
+        _refuse_recorded_out(arrays[0], arrays[-1])
+
+    def functional() -> Tensor:
+        if operation is GATHER:
+            return ops.gather(*arrays, axis, name)
+        return ops.scatter(*arrays, axis, reduction, name)
+
+    result = exported(operation, arrays, axis, reduction, out, functional)
+    if result is not None:
+        return result
     if operation is GATHER:
         data, indices = arrays
         if out is not None:
-            _refuse_recorded_out(data, data)
             ops.gather_out(data, indices, axis, name, out)
             return out
         if _transformed():
@@ -76,7 +87,6 @@ def call(
         return ops.gather(data, indices, axis, name)
     data, indices, updates = arrays
     if out is not None:
-        _refuse_recorded_out(data, updates)
         ops.scatter_out(data, indices, updates, axis, reduction, name, out)
         return out
     if _transformed():

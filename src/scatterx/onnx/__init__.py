@@ -5,6 +5,11 @@
 model through :func:`scatterx.scatter_elements` and :func:`scatterx.gather_elements`: the
 automatic choice of backend, or the one of an enclosing :func:`scatterx.use_backend`.
 
+A torch model that calls scatterx exports to ONNX as these standard nodes:
+``torch.onnx.export(model, args, dynamo=True)`` as it is, a program of
+``torch.export.export`` with ``custom_translation_table=torch_translations()``, and the
+TorchScript exporter (``dynamo=False``) as it is (docs/onnx.md).
+
 Importing this module imports nothing of onnx; its names do, on first use.
 
 Examples
@@ -34,12 +39,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .evaluator import GatherElements, Scatter, ScatterElements, ops
+    from .translations import torch_translations
 
-__all__ = ["GatherElements", "Scatter", "ScatterElements", "ops"]
+__all__ = ["GatherElements", "Scatter", "ScatterElements", "ops", "torch_translations"]
 
 
 def __getattr__(name: str) -> Any:
     """The operator classes, made (and onnx imported) on first use."""
+    if name == "torch_translations":
+        from .translations import torch_translations
+
+        return torch_translations
     if name in __all__:
         from . import evaluator
 
