@@ -79,6 +79,8 @@ class NumbaBackend(NumpyArrays):
         return unserved(self.capabilities, request)
 
     def skip_automatic(self, request: Request) -> str | None:
+        if not isinstance(request, (ScatterRequest, GatherRequest)):
+            return f"has no {request.operation}"  # the front-end asks no such question
         if request.n_indices < SMALL_CALL_UPDATES:
             what = "updates" if isinstance(request, ScatterRequest) else "indices"
             return (

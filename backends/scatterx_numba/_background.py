@@ -25,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import Request, TransientReason
+from scatterx.backend import ElementsRequest, TransientReason
 
 from . import _runtime
 from .plan import call as _call
@@ -178,7 +178,7 @@ def code(call: _call.Call, threads: int) -> tuple[Code, ...]:
     return tuple(found)
 
 
-def compiling(request: Request) -> TransientReason | None:
+def compiling(request: ElementsRequest) -> TransientReason | None:
     """Why automatic choice should leave ``request`` to another backend for now, or None.
 
     In background mode, while the code ``request`` needs is not loaded, it starts a job

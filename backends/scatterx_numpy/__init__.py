@@ -1,5 +1,5 @@
-"""The NumPy reference backend: every dtype and reduction of the contract, and gather,
-vectorised."""
+"""The NumPy reference backend: every dtype and reduction of the contract, for the four
+operations, vectorised."""
 
 from __future__ import annotations
 
@@ -11,13 +11,15 @@ import numpy as np
 from scatterx.backend import (
     DTYPE_REDUCTIONS,
     Backend,
+    GatherNDRequest,
     GatherRequest,
     NumpyArrays,
     Request,
+    ScatterNDRequest,
     ScatterRequest,
 )
 
-from . import _kernel
+from . import _kernel, _nd
 
 
 class NumpyBackend(NumpyArrays):
@@ -44,6 +46,8 @@ class NumpyBackend(NumpyArrays):
     gather_elements: Callable[[GatherRequest], np.ndarray[Any, Any]] = staticmethod(
         _kernel.gather_elements
     )
+    scatter_nd: Callable[[ScatterNDRequest], np.ndarray[Any, Any]] = staticmethod(_nd.scatter_nd)
+    gather_nd: Callable[[GatherNDRequest], np.ndarray[Any, Any]] = staticmethod(_nd.gather_nd)
 
 
 backend: Backend = NumpyBackend()

@@ -1,10 +1,18 @@
-"""scatterx: ONNX ScatterElements and GatherElements, with the same answer on every backend.
+"""scatterx: ONNX's scatter and gather operators, with the same answer on every backend.
 
 Backend authors: the seam is :mod:`scatterx.backend`.
 """
 
 from . import backend
-from ._api import explain, explain_gather, gather_elements, scatter_elements
+from ._api import (
+    explain,
+    explain_gather,
+    explain_nd,
+    gather_elements,
+    gather_nd,
+    scatter_elements,
+    scatter_nd,
+)
 from ._config import set_backend, use_backend
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError
@@ -28,9 +36,12 @@ __all__ = [
     "dtype_key",
     "explain",
     "explain_gather",
+    "explain_nd",
     "gather_elements",
+    "gather_nd",
     "register_backend",
     "scatter_elements",
+    "scatter_nd",
     "set_backend",
     "use_backend",
 ]

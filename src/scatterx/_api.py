@@ -1,4 +1,4 @@
-"""scatter_elements(), gather_elements() and explain(): each body one call of the pipeline."""
+"""The public operations and their explain(): each body one call of the pipeline."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _pipeline
-from ._pipeline import GATHER, SCATTER
+from ._pipeline import GATHER, GATHER_ND, SCATTER, SCATTER_ND
 from ._plan import Decision
 
 
@@ -232,3 +232,168 @@ def explain_gather(
     ('numpy', 'gather_elements(numpy:ndarray float64 (3,), indices (1,), axis=0)')
     """
     return _pipeline.explain(GATHER, (data, indices), axis, None, out, backend)
+
+
+def scatter_nd(
+    data: Any,
+    indices: Any,
+    updates: Any,
+    /,
+    *,
+    reduction: str = "none",
+    out: Any = None,
+    backend: str | Sequence[str] | None = None,
+) -> Any:
+    """ONNX ScatterND (opset 18): a copy of ``data`` with slices of ``updates`` scattered in.
+
+    ``indices`` holds rows of ``k = indices.shape[-1]`` indices into the first ``k``
+    dimensions of ``data`` (negative values count from the end); for each row ``i`` in C
+    order, ``out[indices[i]] = f(out[indices[i]], updates[i])``, a slice of shape
+    ``data.shape[k:]``, where ``f`` is given by ``reduction``. Rows that pick the same
+    slice are applied in their order for every reduction: under ``"none"`` the last wins.
+    Every backend returns the same bits (see the contract, section 15).
+
+    Parameters
+    ----------
+    data : array
+        The array to copy and update; at least one dimension.
+    indices : array of int32 or int64
+        At least one dimension; its last, ``k``, from 1 to the rank of ``data``.
+    updates : array
+        Of shape ``indices.shape[:-1] + data.shape[k:]``, and the dtype of ``data``.
+    reduction : {"none", "add", "mul", "max", "min"}, optional
+        How an update meets the value already there.
+    out : array, optional
+        Where to write the result, or ``data`` itself to update it in place, as for
+        :func:`scatter_elements`.
+    backend : str or sequence of str, optional
+        The backend(s) to use, tried in order.
+
+    Returns
+    -------
+    array
+        The result, of the library, device, shape and dtype of ``data``; ``out`` itself
+        where given.
+
+    Raises
+    ------
+    ValueError, TypeError, IndexError
+        For bad input, before anything is written.
+    scatterx.BackendError
+        When the backend(s) named cannot run the call; the message says why.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> data = np.zeros((3, 2))
+    >>> rows = np.array([[2], [0], [2]])
+    >>> scatterx.scatter_nd(data, rows, np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+    array([[3., 4.],
+           [0., 0.],
+           [5., 6.]])
+    >>> cells = np.array([[0, 1], [-1, 0]])
+    >>> scatterx.scatter_nd(data, cells, np.array([7.0, 8.0]), reduction="add")
+    array([[0., 7.],
+           [0., 0.],
+           [8., 0.]])
+    """
+    return _pipeline.call(SCATTER_ND, (data, indices, updates), None, reduction, out, backend)
+
+
+def gather_nd(
+    data: Any,
+    indices: Any,
+    /,
+    *,
+    batch_dims: int = 0,
+    out: Any = None,
+    backend: str | Sequence[str] | None = None,
+) -> Any:
+    """ONNX GatherND (opset 13): the slices of ``data`` that the rows of ``indices`` pick.
+
+    The first ``batch_dims`` dimensions of ``data`` and ``indices`` are equal and paired;
+    each row of ``k = indices.shape[-1]`` indices (negative values count from the end)
+    picks the slice of its batch's ``data`` at those indices. See the contract, section 15.
+
+    Parameters
+    ----------
+    data : array
+        The array to read; at least one dimension.
+    indices : array of int32 or int64
+        At least one dimension; its last, ``k``, from 1 to ``data.ndim - batch_dims``.
+    batch_dims : int, optional
+        The number of leading batch dimensions, below the ranks of both arrays.
+    out : array, optional
+        Where to write the result, of its shape and the library, device and dtype of
+        ``data``, overlapping neither input (as for :func:`gather_elements`).
+    backend : str or sequence of str, optional
+        The backend(s) to use, tried in order.
+
+    Returns
+    -------
+    array
+        A new array of shape ``indices.shape[:-1] + data.shape[batch_dims + k:]``, of the
+        library, device and dtype of ``data``; ``out`` itself where given.
+
+    Raises
+    ------
+    ValueError, TypeError, IndexError
+        For bad input, before anything is computed.
+    scatterx.BackendError
+        When the backend(s) named cannot run the call; the message says why.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> data = np.arange(6).reshape(3, 2)
+    >>> scatterx.gather_nd(data, np.array([[2], [0]]))
+    array([[4, 5],
+           [0, 1]])
+    >>> scatterx.gather_nd(data, np.array([[1], [0], [1]]), batch_dims=1)
+    array([1, 2, 5])
+    """
+    return _pipeline.call(GATHER_ND, (data, indices), batch_dims, None, out, backend)
+
+
+def explain_nd(
+    data: Any,
+    indices: Any,
+    updates: Any = None,
+    /,
+    *,
+    reduction: str = "none",
+    batch_dims: int = 0,
+    out: Any = None,
+    backend: str | Sequence[str] | None = None,
+) -> Decision:
+    """Say which backend would run a :func:`scatter_nd` (with ``updates``) or a
+    :func:`gather_nd` (without), and why each other one would not; computes nothing.
+
+    Parameters
+    ----------
+    data, indices, updates : array
+        As for :func:`scatter_nd`; ``updates`` None for a :func:`gather_nd`.
+    reduction : str, optional
+        The scatter's reduction.
+    batch_dims : int, optional
+        The gather's batch dimensions.
+    out : array, optional
+        Where the call would write.
+    backend : str or sequence of str, optional
+        The backend(s) to choose among.
+
+    Returns
+    -------
+    Decision
+        As :func:`explain` returns.
+
+    Examples
+    --------
+    >>> import numpy as np, scatterx
+    >>> scatterx.explain_nd(np.zeros((3, 2)), np.array([[1]]), np.ones((1, 2))).call
+    "scatter_nd(numpy:ndarray float64 (3, 2), indices (1, 1), reduction='none')"
+    """
+    if updates is None:
+        return _pipeline.explain(GATHER_ND, (data, indices), batch_dims, None, out, backend)
+    arrays = (data, indices, updates)
+    return _pipeline.explain(SCATTER_ND, arrays, None, reduction, out, backend)

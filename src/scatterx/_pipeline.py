@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ._adopt import adopt
-from ._check import GATHER, SCATTER, Operation, check
+from ._check import GATHER, GATHER_ND, SCATTER, SCATTER_ND, Operation, check
 from ._check.out import settled
 from ._config import configured
 from ._jax import trace as _jax
@@ -29,7 +29,7 @@ from .libraries import library_of
 from .libraries.base import TRACED
 from .libraries.torch import compiling, is_tensor
 
-__all__ = ["GATHER", "SCATTER", "block", "call", "explain"]
+__all__ = ["GATHER", "GATHER_ND", "SCATTER", "SCATTER_ND", "block", "call", "explain"]
 
 
 def call(
@@ -46,7 +46,7 @@ def call(
         if route is None:  # a backend of NumPy arrays: its result is the caller's
             if operation is SCATTER:
                 return chosen.scatter_elements(request)  # type: ignore[arg-type]
-            return chosen.gather_elements(request)  # type: ignore[attr-defined]
+            return getattr(chosen, operation.name)(request)
         return execute(Plan((chosen, route, request)), data)
     if _compiled(data) or (out is not None and _traced(out, arrays)):
         return _torch_ops.call(operation, arrays, axis, reduction, out, backend)

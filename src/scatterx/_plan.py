@@ -17,9 +17,9 @@ from typing import Any
 
 from ._config import Configured, Names, configured
 from ._errors import BackendError
-from ._protocol import Backend, GathersElements, SkipsAutomatic, TransientReason
+from ._protocol import Backend, SkipsAutomatic, TransientReason
 from ._registry import current, registered, serves
-from ._request import GatherRequest, Request
+from ._request import Request
 from .libraries import route_for
 from .libraries.base import Route
 
@@ -39,7 +39,7 @@ class Plan(tuple[Backend, "Route | None", Request]):
         The backend chosen.
     route : Route or None
         How the caller's arrays reach it; None when it serves them natively.
-    request : ScatterRequest or GatherRequest
+    request : Request
         The request as the backend receives it: carried by ``route`` where there is one.
     """
 
@@ -141,12 +141,8 @@ def _carry(route: Route, request: Request) -> Request | str:
 def why_not_served(backend: Backend, request: Request, automatic: bool) -> str | None:
     """Why ``backend``, which serves the request's array type, does not run it; or None."""
     reason = backend.available()
-    if (
-        reason is None
-        and isinstance(request, GatherRequest)
-        and not isinstance(backend, GathersElements)
-    ):
-        reason = "has no gather_elements"
+    if reason is None and not callable(getattr(backend, request.operation, None)):
+        reason = f"has no {request.operation}"
     if reason is None:
         reason = backend.can_run(request)
     if reason is None and automatic and isinstance(backend, SkipsAutomatic):
@@ -299,7 +295,7 @@ class Decision:
 
         Parameters
         ----------
-        request : ScatterRequest or GatherRequest
+        request : Request
             The call, on the caller's arrays or on their views carried early (``carried``).
         plan : Plan or None
             The plan decided on.
@@ -367,15 +363,12 @@ def _reasons(
 def describe(request: Request) -> str:
     """The call of ``request`` in one line."""
     dtype = getattr(request.data, "dtype", "?")
-    call = (
-        f"{request.operation}({request.array_type} {dtype} {request.shape}, "
-        f"indices {request.index_shape}, axis={request.axis}"
-    )
     out = request.out
     into = "" if out is None else ", out=data" if out is request.data else ", out=another array"
-    if isinstance(request, GatherRequest):
-        return f"{call}{into})"
-    return f"{call}, reduction={request.reduction!r}{into})"
+    return (
+        f"{request.operation}({request.array_type} {dtype} {request.shape}, "
+        f"indices {request.index_shape}, {request.settings}{into})"
+    )
 
 
 def explain_plan(request: Request, backend: Any, carried: Carried | None = None) -> Decision:

@@ -7,7 +7,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ._request import GatherRequest, Request, ScatterRequest
+from ._request import GatherNDRequest, GatherRequest, Request, ScatterNDRequest, ScatterRequest
 
 
 class Backend(Protocol):
@@ -64,9 +64,10 @@ class Backend(Protocol):
 
         Parameters
         ----------
-        request : ScatterRequest or GatherRequest
-            The validated call; look at its metadata only, never at values. A
-            GatherRequest comes only to a backend with ``gather_elements``.
+        request : Request
+            The validated call; look at its metadata only, never at values. A request
+            of another operation than ScatterElements comes only to a backend with that
+            operation's method (``gather_elements``, ``scatter_nd``, ``gather_nd``).
 
         Returns
         -------
@@ -155,6 +156,46 @@ class GathersElements(Protocol):
         -------
         array
             A new array of the shape of ``request.indices``, and of the library, device
+            and dtype of ``request.data``.
+        """
+        ...
+
+
+@runtime_checkable
+class ComputesND(Protocol):
+    """A backend that also computes ``scatter_nd`` and ``gather_nd`` (contract section 15).
+
+    Its ``can_run`` then receives their requests too; a backend has either method, or
+    both, and the front-end asks only a backend that has the one a call needs.
+    """
+
+    def scatter_nd(self, request: ScatterNDRequest) -> Any:
+        """Compute the ScatterND of ``request``.
+
+        Parameters
+        ----------
+        request : ScatterNDRequest
+            The validated call.
+
+        Returns
+        -------
+        array
+            As :meth:`Backend.scatter_elements` returns it.
+        """
+        ...
+
+    def gather_nd(self, request: GatherNDRequest) -> Any:
+        """Compute the GatherND of ``request`` as a new array.
+
+        Parameters
+        ----------
+        request : GatherNDRequest
+            The validated call.
+
+        Returns
+        -------
+        array
+            A new array of the shape ``request.result_shape``, and of the library, device
             and dtype of ``request.data``.
         """
         ...

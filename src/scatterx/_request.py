@@ -1,7 +1,8 @@
 """The normalised, validated requests that the front-end hands to a backend.
 
-The scatter's and the gather's requests share their members (:class:`_Members` defines
-them once); each names its fields and its arrays' roles.
+The requests of the four operations (ScatterElements, GatherElements, ScatterND, GatherND)
+share their members (:class:`_Members` defines them once); each names its fields and its
+arrays' roles.
 """
 
 from __future__ import annotations
@@ -131,6 +132,16 @@ class ScatterRequest(_ScatterFields, _Members):
     operation = "scatter_elements"
 
     @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of the result (and of ``out``)."""
+        return self.shape
+
+    @property
+    def settings(self) -> str:
+        """The call's other arguments, as Python would spell them."""
+        return f"axis={self.axis}, reduction={self.reduction!r}"
+
+    @property
     def n_updates(self) -> int:
         """Number of updates (of elements of ``indices``)."""
         return math.prod(self.indices.shape)
@@ -182,6 +193,16 @@ class GatherRequest(_GatherFields, _Members):
     operation = "gather_elements"
 
     @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of the result (and of ``out``)."""
+        return self.index_shape
+
+    @property
+    def settings(self) -> str:
+        """The call's other arguments, as Python would spell them."""
+        return f"axis={self.axis}"
+
+    @property
     def arrays(self) -> tuple[Any, ...]:
         """The request's arrays: data and indices, and ``out`` where given."""
         if self.out is None:
@@ -189,5 +210,126 @@ class GatherRequest(_GatherFields, _Members):
         return self.data, self.indices, self.out
 
 
-#: Either request: what selection, routes and traces handle alike.
-Request = ScatterRequest | GatherRequest
+class _ScatterNDFields(NamedTuple):
+    """The fields of :class:`ScatterNDRequest`."""
+
+    data: Any
+    indices: Any
+    updates: Any
+    reduction: str
+    array_type: str
+    dtype_key: str
+    device: Any
+    key: Hashable | None
+    out: Any = None
+
+
+class ScatterNDRequest(_ScatterNDFields, _Members):
+    """One validated call of ``scatter_nd`` (ONNX ScatterND, opset 18).
+
+    ``indices`` has ``depth = indices.shape[-1]`` columns, from 1 to the rank of ``data``:
+    each row of them picks the slice ``data[row]`` of shape ``data.shape[depth:]``, and
+    ``updates`` has the shape ``indices.shape[:-1] + data.shape[depth:]``. Slices that
+    several rows pick are updated in the order of the rows (C order), for every reduction,
+    ``none`` included (the last row wins). Index values are not yet checked: a backend
+    raises :func:`scatterx.backend.out_of_bounds_error` for the first bad one in C order,
+    with the dimension of ``data`` it indexes as the axis.
+
+    Attributes
+    ----------
+    data, indices, updates, reduction, array_type, dtype_key, device, key, out
+        As for :class:`ScatterRequest`.
+    """
+
+    __slots__ = ()
+    roles = ("data", "indices", "updates")
+    operation = "scatter_nd"
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of the result (and of ``out``)."""
+        return self.shape
+
+    @property
+    def settings(self) -> str:
+        """The call's other arguments, as Python would spell them."""
+        return f"reduction={self.reduction!r}"
+
+    @property
+    def depth(self) -> int:
+        """How many leading dimensions of ``data`` a row of ``indices`` indexes."""
+        return int(self.indices.shape[-1])
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The request's arrays: data, indices and updates, and ``out`` where given."""
+        if self.out is None:
+            return self.data, self.indices, self.updates
+        return self.data, self.indices, self.updates, self.out
+
+
+class _GatherNDFields(NamedTuple):
+    """The fields of :class:`GatherNDRequest`."""
+
+    data: Any
+    indices: Any
+    batch_dims: int
+    array_type: str
+    dtype_key: str
+    device: Any
+    key: Hashable | None
+    out: Any = None
+
+
+class GatherNDRequest(_GatherNDFields, _Members):
+    """One validated call of ``gather_nd`` (ONNX GatherND, opset 13).
+
+    The first ``batch_dims`` dimensions of ``data`` and ``indices`` are equal and paired;
+    each row of the last dimension of ``indices`` (``depth`` columns, from 1 to
+    ``data.ndim - batch_dims``) picks a slice of its batch's ``data``. The result has the
+    shape ``indices.shape[:-1] + data.shape[batch_dims + depth:]``.
+
+    Attributes
+    ----------
+    data, indices, array_type, dtype_key, device, key
+        As for :class:`GatherRequest`.
+    batch_dims
+        The number of leading batch dimensions, non-negative.
+    out
+        None, or the array to write the result into: of the library, device and dtype of
+        ``data`` and the shape ``result_shape``, as for :class:`GatherRequest`.
+    """
+
+    __slots__ = ()
+    roles = ("data", "indices")
+    operation = "gather_nd"
+
+    @property
+    def settings(self) -> str:
+        """The call's other arguments, as Python would spell them."""
+        return f"batch_dims={self.batch_dims}"
+
+    @property
+    def depth(self) -> int:
+        """How many dimensions of ``data`` (after the batch's) a row of ``indices`` indexes."""
+        return int(self.indices.shape[-1])
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of the result (and of ``out``)."""
+        start = self.batch_dims + self.depth
+        return tuple(self.indices.shape[:-1]) + tuple(self.data.shape[start:])
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The request's arrays: data and indices, and ``out`` where given."""
+        if self.out is None:
+            return self.data, self.indices
+        return self.data, self.indices, self.out
+
+
+#: A request of ScatterElements or GatherElements: what torch's operators, autograd and
+#: JAX's traces take.
+ElementsRequest = ScatterRequest | GatherRequest
+#: Any request: what selection and routes handle alike.
+Request = ScatterRequest | GatherRequest | ScatterNDRequest | GatherNDRequest

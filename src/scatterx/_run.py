@@ -98,7 +98,7 @@ def _call(backend: Any, request: Request) -> Any:
     if type(request) is ScatterRequest:
         result = backend.scatter_elements(request)
     else:
-        result = backend.gather_elements(request)
+        result = getattr(backend, request.operation)(request)
     if request.out is None or result is request.out:
         return result
     request.out[...] = result

@@ -29,9 +29,23 @@ from ._check.arguments import check_string_values
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError, out_of_bounds_error
 from ._pipeline import GATHER, SCATTER, block
-from ._protocol import Backend, ConvertsArrays, GathersElements, SkipsAutomatic, TransientReason
+from ._protocol import (
+    Backend,
+    ComputesND,
+    ConvertsArrays,
+    GathersElements,
+    SkipsAutomatic,
+    TransientReason,
+)
 from ._registry import register_backend
-from ._request import GatherRequest, Request, ScatterRequest
+from ._request import (
+    ElementsRequest,
+    GatherNDRequest,
+    GatherRequest,
+    Request,
+    ScatterNDRequest,
+    ScatterRequest,
+)
 from ._results import HUGE_PAGE, lent
 from ._results import buffer as pooled_buffer
 
@@ -43,11 +57,15 @@ __all__ = [
     "REDUCTIONS",
     "Backend",
     "BackendError",
+    "ComputesND",
     "ConvertsArrays",
+    "ElementsRequest",
+    "GatherNDRequest",
     "GatherRequest",
     "GathersElements",
     "NumpyArrays",
     "Request",
+    "ScatterNDRequest",
     "ScatterRequest",
     "SkipsAutomatic",
     "TransientReason",
@@ -204,7 +222,7 @@ def unserved(
     ----------
     capabilities : Mapping of str to frozenset of str
         The backend's ``capabilities``.
-    request : ScatterRequest or GatherRequest
+    request : Request
         The call.
     declined : Mapping of str to str, optional
         Why the backend does not serve a dtype, by dtype key (default: "dtype ... is
@@ -230,10 +248,11 @@ def unserved(
     if served is None:
         why = (declined or {}).get(request.dtype_key)
         return why or f"dtype {request.dtype_key} is not served"
-    if isinstance(request, GatherRequest):
+    reduction = getattr(request, "reduction", None)
+    if reduction is None:  # a gather
         return None
-    if request.reduction not in served:
-        return f"reduction {request.reduction!r} is not served for {request.dtype_key}"
+    if reduction not in served:
+        return f"reduction {reduction!r} is not served for {request.dtype_key}"
     return None
 
 

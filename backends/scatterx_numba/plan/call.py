@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import GatherRequest, Request, ScatterRequest
+from scatterx.backend import ElementsRequest, GatherRequest, ScatterRequest
 
 from .._views import kernel_ready
 from . import layout as _layout
@@ -68,7 +68,7 @@ class Call(NamedTuple):
     source_flags: tuple[bool, bool] | None  # gather reading data where it lies: C, F
 
 
-def describe(request: Request) -> Call:
+def describe(request: ElementsRequest) -> Call:
     """The metadata of ``request`` that its launches depend on."""
     if isinstance(request, GatherRequest):
         return _describe_gather(request)

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from .._request import GatherRequest, Request, ScatterRequest
+from .._request import GatherNDRequest, GatherRequest, Request, ScatterNDRequest, ScatterRequest
 from ..libraries import library_of
 from ..libraries.base import NUMPY, type_name
 from .arguments import (
@@ -38,6 +38,7 @@ from .arguments import (
     known_shape,
     layout,
 )
+from .nd import check_batch_dims_type, check_gather_nd_shapes, check_scatter_nd_shapes
 from .out import check_out
 
 
@@ -63,11 +64,16 @@ class Operation(NamedTuple):
     dtype_key : callable
         The dtype key of its arrays' dtypes and reduction, checked.
     result : str
-        The role whose shape the result (and so ``out``) has.
+        Whose shape the result (and so ``out``) has, in the words of an error.
     strings : tuple of str
         The roles whose string values are read (object and StringDType arrays).
     make : callable
         The request of (arrays, axis, reduction, array type, dtype key, device, key).
+    scalar : callable
+        Its integer argument (``axis``, ``batch_dims``; None for ScatterND), its type
+        checked before anything else.
+    shapes : callable
+        The shapes of its arrays and that argument, checked: the argument, normalised.
     """
 
     name: str
@@ -77,6 +83,8 @@ class Operation(NamedTuple):
     result: str
     strings: tuple[str, ...]
     make: Callable[..., Request]
+    scalar: Callable[[Any], Any]
+    shapes: Callable[[tuple[Any, ...], Any], int]
 
 
 def _scatter_request(arrays: tuple[Any, ...], axis: int, reduction: str, *rest: Any) -> Request:
@@ -87,6 +95,28 @@ def _gather_request(arrays: tuple[Any, ...], axis: int, reduction: None, *rest: 
     return GatherRequest._make((*arrays, axis, *rest, None))
 
 
+def _scatter_nd_request(
+    arrays: tuple[Any, ...], unused: int, reduction: str, *rest: Any
+) -> Request:
+    return ScatterNDRequest._make((*arrays, reduction, *rest, None))
+
+
+def _gather_nd_request(
+    arrays: tuple[Any, ...], batch_dims: int, unused: None, *rest: Any
+) -> Request:
+    return GatherNDRequest._make((*arrays, batch_dims, *rest, None))
+
+
+def _checked_shapes(shapes: tuple[Any, ...], axis: Any) -> int:
+    """The axis, checked with the shapes (a gather's result has the shape of indices)."""
+    data, indices, *updates = (tuple(shape) for shape in shapes)
+    return check_shapes(data, indices, updates[0] if updates else indices, check_axis_type(axis))
+
+
+def _none(value: Any) -> None:
+    return None
+
+
 SCATTER = Operation(
     "scatter_elements",
     ("data", "indices", "updates"),
@@ -95,6 +125,8 @@ SCATTER = Operation(
     "data",
     ("data", "updates"),
     _scatter_request,
+    check_axis_type,
+    _checked_shapes,
 )
 GATHER = Operation(
     "gather_elements",
@@ -104,8 +136,32 @@ GATHER = Operation(
     "indices",
     ("data",),
     _gather_request,
+    check_axis_type,
+    _checked_shapes,
 )
-OPERATIONS = {operation.name: operation for operation in (SCATTER, GATHER)}
+SCATTER_ND = Operation(
+    "scatter_nd",
+    ("data", "indices", "updates"),
+    True,
+    _scatter_dtype_key,
+    "data",
+    ("data", "updates"),
+    _scatter_nd_request,
+    _none,
+    check_scatter_nd_shapes,
+)
+GATHER_ND = Operation(
+    "gather_nd",
+    ("data", "indices"),
+    False,
+    _gather_dtype_key,
+    "the result, indices.shape[:-1] + data.shape[batch_dims + k:]",
+    ("data",),
+    _gather_nd_request,
+    check_batch_dims_type,
+    check_gather_nd_shapes,
+)
+OPERATIONS = {operation.name: operation for operation in (SCATTER, GATHER, SCATTER_ND, GATHER_ND)}
 
 
 def check(
@@ -151,6 +207,20 @@ def check(
             fields = (data, indices, updates, checked.axis, reduction, NUMPY, checked.dtype_key)
             return ScatterRequest._make((*fields, "cpu", checked, out))
     return _checked_request(operation, arrays, axis, reduction, out)
+
+
+#: The operations that torch's operators, autograd and JAX's traces take (the others run
+#: eagerly only, for now: contract section 15).
+HOSTED = ("scatter_elements", "gather_elements")
+
+
+def unhosted(name: str, where: str) -> TypeError:
+    """The TypeError of an operation ``name`` that reaches a host that does not take it."""
+    return TypeError(
+        f"scatterx.{name} does not run {where} yet: call it on arrays that no "
+        "transform traces or records (eagerly, on detached tensors or under "
+        "torch.no_grad())"
+    )
 
 
 def normalise(
@@ -201,7 +271,7 @@ def _checked_request(
         for role in operation.strings:
             check_string_values(getattr(request, role), role)
     if out is not None:
-        shape = tuple(getattr(request, operation.result).shape)
+        shape = request.result_shape
         request = request._replace(out=check_out(out, request.data, shape, operation.result))
     return request
 
@@ -270,14 +340,8 @@ def _checked(key: Key) -> Metadata:
     if operation.reduces:
         reduction = check_reduction(reduction)
     check_same_device(*devices)
-    checked_axis = _checked_shapes(shapes, axis)
+    checked_axis = operation.shapes(shapes, axis)
     return Metadata(checked_axis, operation.dtype_key(dtypes, reduction))
-
-
-def _checked_shapes(shapes: tuple[Any, ...], axis: Any) -> int:
-    """The axis, checked with the shapes (a gather's result has the shape of indices)."""
-    data, indices, *updates = (tuple(shape) for shape in shapes)
-    return check_shapes(data, indices, updates[0] if updates else indices, check_axis_type(axis))
 
 
 def prepared(arrays: tuple[Any, ...]) -> tuple[tuple[Any, ...], Any, tuple[Any, ...]]:
@@ -304,9 +368,9 @@ def _general(operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction
     """The checks of a call whose arrays are not all of one library's type."""
     if operation.reduces:
         reduction = check_reduction(reduction)
-    checked_axis = check_axis_type(axis)
+    checked_axis = operation.scalar(axis)
     arrays, device, shapes = prepared(arrays)
-    checked_axis = _checked_shapes(shapes, checked_axis)
+    checked_axis = operation.shapes(shapes, checked_axis)
     dtypes = tuple(array.dtype for array in arrays)
     dtype_key = operation.dtype_key(dtypes, reduction)
     metadata = (*shapes, *dtypes, device, layout(*arrays))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._dtypes import numpy_dtype
-from .._request import GatherRequest, Request, ScatterRequest
+from .._request import Request, ScatterNDRequest, ScatterRequest
 from ..libraries import device_of, library_name, library_of
 from ..libraries.base import type_name
 from ..libraries.memory import refuse_self_overlap
@@ -97,7 +97,7 @@ def settled(request: Request) -> Request:
     if not (flags.c_contiguous or flags.f_contiguous):  # contiguous: apart by definition
         refuse_self_overlap(out.shape, out.strides, out.itemsize)
     data = request.data
-    if isinstance(request, GatherRequest):
+    if not isinstance(request, (ScatterRequest, ScatterNDRequest)):  # a gather
         others = {"data": data, "indices": request.indices}
     else:
         if out is not data and _same_view(module, out, data):

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._request import GatherRequest, Request
+from .._request import ElementsRequest, GatherRequest, Request
 
 TARGET = "scatterx_run"
 ROUTE = (
@@ -131,7 +131,7 @@ def _register() -> str | None:
     return None
 
 
-def key(request: Request, choice: Any, run: Run) -> int:
+def key(request: ElementsRequest, choice: Any, run: Run) -> int:
     """The key of the traced call's entry: one per kind of call and choice, kept for the
     process (a compiled function may run at any time)."""
     dtypes = tuple(np.dtype(a.dtype) for a in request.arrays)

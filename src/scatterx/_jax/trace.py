@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from .._check import OPERATIONS, derive
+from .._check import OPERATIONS, derive, unhosted
 from .._config import Configured
 from .._errors import out_of_bounds_error
 from .._gradients import Calls, Rules, gather_vjp, scatter_vjp
 from .._plan import Decision, decide, explain_plan
-from .._request import GatherRequest, Request
+from .._request import ElementsRequest, GatherRequest, Request, ScatterRequest
 from .._results import results_into
 from .._run import run
 from ..libraries.base import NUMPY, TRACED
@@ -67,6 +67,8 @@ def traced(request: Request, choice: Configured) -> Any:
     the pipeline on the host's arrays with the choice in force now (``use_backend`` and
     the rest), whatever is in force when the traced function runs.
     """
+    if not isinstance(request, (ScatterRequest, GatherRequest)):
+        raise unhosted(request.operation, "under a JAX transform (jit, vmap, grad)")
     if choice.names is not None:
         decide(stand_in(request), choice)
     lowered = _Lowered(_on_host(request), choice, request)
@@ -104,7 +106,7 @@ class _Lowered:
     """The computation of a traced call: the FFI target's call on the CPU where it serves
     the call, else (and on other platforms) the host callback."""
 
-    def __init__(self, host: Host, choice: Configured, request: Request) -> None:
+    def __init__(self, host: Host, choice: Configured, request: ElementsRequest) -> None:
         unbatched = _Unbatched(host, choice, request.axis)
         self.callback = _host(unbatched, request.data.ndim)
         self.key: int | None = None

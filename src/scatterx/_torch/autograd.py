@@ -15,7 +15,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from .._check import OPERATIONS
+from .._check import OPERATIONS, unhosted
 from .._config import Configured
 from .._gradients import Calls, Rules, gather_vjp, scatter_vjp
 from .._once import Once
@@ -40,6 +40,8 @@ def recorded(request: Request, out: Any, choice: Configured) -> Any:
         raise TypeError(msg)
     if not torch.is_grad_enabled():
         return run(detached(request), choice, out, request.data)
+    if not isinstance(request, (ScatterRequest, GatherRequest)):
+        raise unhosted(request.operation, "where autograd records it (a tensor requires grad)")
     function = _functions().Gather if isinstance(request, GatherRequest) else _functions().Scatter
     return function.apply(request, choice, *request.arrays)
 

@@ -25,7 +25,7 @@ import sys
 import threading
 from typing import Any
 
-from .._check import GATHER, SCATTER, Operation, for_operators
+from .._check import GATHER, HOSTED, SCATTER, Operation, for_operators, unhosted
 from .._config import Configured, configured
 from .._run import run_arrays
 from ..libraries.memory import refuse_self_overlap
@@ -63,6 +63,8 @@ def call(
     """A call of tensors that torch traces, through the operators: its arguments checked
     first as the eager call checks them, where the operators' schema would not
     (:func:`scatterx._check.for_operators`)."""
+    if operation.name not in HOSTED:
+        raise unhosted(operation.name, "where torch traces it (compile, export, torch.func)")
     roles = {**dict(zip(operation.roles, arrays, strict=True)), "out": out}
     axis = for_operators(roles, axis, reduction if operation is SCATTER else "none")
     ops, name = operators(), _backend_name(backend)

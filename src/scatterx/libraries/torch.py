@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .._request import GatherRequest, Request
+from .._request import Request, ScatterNDRequest, ScatterRequest
 from .base import CARRIERS, NUMPY, Array, Arrays, Library, Route, type_name
 from .memory import refuse_self_overlap
 
@@ -65,7 +65,7 @@ class Torch(Library):
         return route
 
     def records(self, request: Request) -> bool:
-        if isinstance(request, GatherRequest):
+        if not isinstance(request, (ScatterRequest, ScatterNDRequest)):  # a gather
             return bool(request.data.requires_grad)
         return bool(request.data.requires_grad or request.updates.requires_grad)
 
