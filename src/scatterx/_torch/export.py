@@ -48,7 +48,7 @@ def exported(
     passes it with the backend bound).
     """
     torch = sys.modules["torch"]
-    to_onnx = torch.onnx.is_in_onnx_export()
+    to_onnx = _in_onnx_export()
     if not to_onnx and not torch.compiler.is_exporting():
         return None
     scripting = torch.jit.is_tracing()  # the TorchScript exporter (dynamo=False)
@@ -67,6 +67,15 @@ def exported(
     else:
         out.copy_(result)
     return out
+
+
+def _in_onnx_export() -> bool:
+    """Whether ``torch.onnx.export`` runs. Where ``torch.onnx`` is not imported, no export
+    has begun, and looking it up would import it (some 0.1 s) at the first traced call;
+    where it is half imported (in another thread), it has not begun either."""
+    onnx = sys.modules.get("torch.onnx")
+    in_export = getattr(onnx, "is_in_onnx_export", None)
+    return in_export is not None and bool(in_export())
 
 
 def _symbolic(
