@@ -17,9 +17,11 @@ import numpy as np
 from scatterx.backend import (
     DTYPE_REDUCTIONS,
     Backend,
+    GatherNDRequest,
     GatherRequest,
     NumpyArrays,
     Request,
+    ScatterNDRequest,
     ScatterRequest,
     unserved,
 )
@@ -47,7 +49,8 @@ _NUMERIC = (
 
 
 class NumbaBackend(NumpyArrays):
-    """Parallel CPU kernels compiled with numba; every numeric dtype and reduction, and gather."""
+    """Parallel CPU kernels compiled with numba; every numeric dtype and reduction, gather,
+    and ScatterND and GatherND on those kernels (:mod:`scatterx_numba._nd`)."""
 
     name = "numba"
     priority = 10
@@ -79,14 +82,18 @@ class NumbaBackend(NumpyArrays):
         return unserved(self.capabilities, request)
 
     def skip_automatic(self, request: Request) -> str | None:
-        if not isinstance(request, (ScatterRequest, GatherRequest)):
-            return f"has no {request.operation}"  # the front-end asks no such question
-        if request.n_indices < SMALL_CALL_UPDATES:
+        if isinstance(request, (ScatterRequest, GatherRequest)):
+            n = request.n_indices
             what = "updates" if isinstance(request, ScatterRequest) else "indices"
-            return (
-                f"{request.n_indices} {what}: below {SMALL_CALL_UPDATES} numpy is faster "
-                "than a parallel launch"
-            )
+        else:
+            from . import _nd
+
+            n, what = _nd.moved(request), "elements"
+        if n < SMALL_CALL_UPDATES:
+            return f"{n} {what}: below {SMALL_CALL_UPDATES} numpy is faster than a parallel launch"
+        if not isinstance(request, (ScatterRequest, GatherRequest)):
+            # Asked about as the call it runs as (its metadata: nothing is computed).
+            request = _nd.elements_request(request)
         from ._background import compiling
 
         return compiling(request)
@@ -100,6 +107,16 @@ class NumbaBackend(NumpyArrays):
         from ._gather import gather_elements
 
         return gather_elements(request)
+
+    def scatter_nd(self, request: ScatterNDRequest) -> np.ndarray[Any, Any]:
+        from ._nd import scatter_nd
+
+        return scatter_nd(request)
+
+    def gather_nd(self, request: GatherNDRequest) -> np.ndarray[Any, Any]:
+        from ._nd import gather_nd
+
+        return gather_nd(request)
 
 
 backend: Backend = NumbaBackend()

@@ -10,7 +10,7 @@ from scatterx.backend import GatherRequest
 
 from . import _runtime
 from ._checks import check_before_writing, constant_rows, raise_first_bad
-from ._views import destination, kernel_input, maps
+from ._views import destination, kernel_input, maps, readonly
 from .plan import call as _call
 from .plan import gather_launch as _gather_launch
 from .plan import layout as _layout
@@ -31,7 +31,7 @@ def _source(data: Array, axis: int, source: _call.Arg) -> Array:
     return source.of(data)
 
 
-def gather_elements(request: GatherRequest) -> Array:
+def gather_elements(request: GatherRequest, *, rows: Array | None = None) -> Array:
     """Gather ``request`` into its ``out`` where the kernel can write it, else into a new
     C-ordered array of indices' shape and data's dtype.
 
@@ -45,15 +45,20 @@ def gather_elements(request: GatherRequest) -> Array:
     out = destination(call.into_out, request.out, index_shape, data.dtype)
     if request.n_indices == 0:
         return out
-    index_dtype = call.index_dtype
-    indices = kernel_input(request.indices, index_dtype, index_dtype)
     threads = _runtime.num_threads()
-    plan = _gather_launch.gather_launch_plan(call, threads)
-    idx = plan.arrays.idx.of(indices)
-    if constant_rows((idx[0, 0], idx[-1, -1])):
+    if rows is not None:
         plan = _gather_launch.gather_launch_plan(call, threads, constant_rows=True)
-    if plan.bounds is not None:
-        check_before_writing(indices, request)
+        outer, n_rows, _ = plan.arrays.idx.shape
+        idx = readonly(rows.reshape(outer, n_rows, 1))  # see kernels.gather._whole_rows
+    else:
+        index_dtype = call.index_dtype
+        indices = kernel_input(request.indices, index_dtype, index_dtype)
+        plan = _gather_launch.gather_launch_plan(call, threads)
+        idx = plan.arrays.idx.of(indices)
+        if constant_rows((idx[0, 0], idx[-1, -1])):
+            plan = _gather_launch.gather_launch_plan(call, threads, constant_rows=True)
+        if plan.bounds is not None:
+            check_before_writing(indices, request)
     specs = plan.arrays
     outer_map, inner_map = maps(shape, index_shape, axis)
     arrays = (

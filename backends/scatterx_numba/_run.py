@@ -15,7 +15,15 @@ from ._checks import (
     raise_first_bad,
     raise_first_bad_in_c_order,
 )
-from ._views import NOT_CONSTANT, KernelArrays, destination, kernel_input, maps, readonly
+from ._views import (
+    NOT_CONSTANT,
+    KernelArrays,
+    Strategy,
+    destination,
+    kernel_input,
+    maps,
+    readonly,
+)
 from .plan import call as _call
 from .plan import launch as _launch
 from .plan import layout as _layout
@@ -60,8 +68,8 @@ def _kernel_arrays(
     out: Array,
     idx: Array,
 ) -> KernelArrays:
-    """The arrays of the call as ``plan`` has them; ``out`` gets data first where the plan
-    says so."""
+    """The arrays of the call as ``plan`` has them (``idx`` already 3-D); ``out`` gets data
+    first where the plan says so."""
     if plan.copy_first is _launch.Copy.NUMPY:
         np.copyto(out, data)
     elif plan.copy_first is _launch.Copy.PASS:
@@ -71,7 +79,7 @@ def _kernel_arrays(
     return KernelArrays(
         out=specs.out.of(out),
         data=specs.data.of(data if plan.fused_copy else out),
-        idx=specs.idx.of(idx),
+        idx=idx,
         upd=specs.upd.of(kernel_input(updates, out.dtype, specs.upd.dtype)),
         outer_map=specs.outer_map.of(outer_map),
         inner_map=specs.inner_map.of(inner_map),
@@ -86,7 +94,7 @@ def _launch_kernel(plan: _launch.LaunchPlan, arrays: KernelArrays) -> Array:
     return bad
 
 
-def scatter_elements(request: ScatterRequest) -> Array:
+def scatter_elements(request: ScatterRequest, *, rows: Array | None = None) -> Array:
     """Compute ``request`` into its ``out`` where the kernels can write it, else into a new
     array in the layout of ``data``; ``indices`` and ``updates`` stay untouched, and
     ``data`` too unless it is ``out``.
@@ -96,10 +104,14 @@ def scatter_elements(request: ScatterRequest) -> Array:
     as that reordered view, with indices, updates and ``out`` reordered alike: updates that
     meet at one element differ only in their axis position, which keeps its order, so the
     bits are the same, and nothing is copied to C order.
+
+    ``rows`` (``scatterx_numba._nd``): each row of ``indices`` along the axis holds one
+    value, these (C-ordered int64, one per row), every one known in bounds; where the plan
+    runs whole rows, the kernel reads them, not ``indices``.
     """
     order = _layout.contiguous_order(request.data)
     if order is None:
-        return _scatter_c(request)
+        return _scatter_c(request, rows)
     try:
         result = _scatter_c(_layout.reordered(request, order))
     except IndexError:
@@ -112,7 +124,7 @@ def scatter_elements(request: ScatterRequest) -> Array:
     return _layout.restored(result, order)
 
 
-def _scatter_c(request: ScatterRequest) -> Array:
+def _scatter_c(request: ScatterRequest, rows: Array | None = None) -> Array:
     """:func:`scatter_elements` on data in C order, or data whose order cannot be restored:
     the launches of :func:`scatterx_numba.plan.launch.launch_plan`."""
     call = _call.describe_c(request)
@@ -128,16 +140,24 @@ def _scatter_c(request: ScatterRequest) -> Array:
         if out is not data:
             np.copyto(out, data)
         return out if dtype == data.dtype else out.astype(data.dtype)
-    idx = kernel_input(request.indices, call.index_dtype, call.index_dtype)
     threads = _runtime.num_threads()
     plan = _launch.launch_plan(call, threads)
-    if plan.rows_open:
-        idx3 = plan.arrays.idx.of(idx)
-        if constant_rows((idx3[:, 0], idx3[:, -1])):
-            plan = _launch.launch_plan(call, threads, constant_rows=True)
+    if rows is not None and plan.rows_open:
+        plan = _launch.launch_plan(call, threads, constant_rows=True)
+    if rows is not None and plan.strategy.strategy == Strategy.ROWS:
+        # One index per row, known in bounds: no bounds pass, and a row of one is constant.
+        outer, n_rows, _ = plan.arrays.idx.shape
+        one_per_row = readonly(rows.reshape(outer, n_rows, 1))
+        bad = _launch_kernel(plan, _kernel_arrays(plan, request, data, updates, out, one_per_row))
+        raise_first_bad(bad, request)
+        return out if dtype == data.dtype else out.astype(data.dtype)
+    idx = kernel_input(request.indices, call.index_dtype, call.index_dtype)
+    idx3 = plan.arrays.idx.of(idx)
+    if plan.rows_open and constant_rows((idx3[:, 0], idx3[:, -1])):
+        plan = _launch.launch_plan(call, threads, constant_rows=True)
     if plan.bounds_first:
         check_before_writing(idx, request)
-    arrays = _kernel_arrays(plan, request, data, updates, out, idx)
+    arrays = _kernel_arrays(plan, request, data, updates, out, idx3)
     bad = _launch_kernel(plan, arrays)
     fallback = plan.fallback
     if fallback is not None and (bad == NOT_CONSTANT).any():

@@ -3,7 +3,9 @@
 Shapes seen here (:mod:`scatterx_numba._gather` reshapes every call to them): ``data`` is
 ``(outer, size, inner * width)`` and ``out`` is ``(outer', rows, inner' * width)``, each
 element as ``width`` unsigned words; ``out`` is C-ordered, ``data`` too or, with one word
-per element, strided as the caller's array. ``idx`` is ``(outer', rows, inner')``.
+per element, strided as the caller's array. ``idx`` is ``(outer', rows, inner')``, or
+``(outer', rows, 1)`` with one index for each whole row of ``out`` (GatherND's rows, see
+:mod:`scatterx_numba._nd`: the units then span whole rows).
 ``outer_map`` and ``inner_map`` give, for each outer/inner position of ``idx``, that of
 ``data`` (the off-axis dimensions of indices may be shorter than those of data).
 
@@ -70,11 +72,12 @@ def _elements(dst: Any, src: Any, ix: Any, inner_map: Any, same: bool, rq: Any, 
 @inner_function
 def _whole_rows(dst: Any, src: Any, ix: Any, inner_map: Any, rq: Any, w: int) -> int:
     """As :func:`_elements` for indices as wide as data, with a contiguous copy for each
-    row segment of one index value (an embedding gradient: each row one id)."""
+    row segment of one index value (an embedding gradient: each row one id); ``ix`` one
+    index wide holds that value (then ``q0`` is 0: the units span whole rows)."""
     r0, r1, q0, q1 = rq
     size, n_inner = src.shape[0], ix.shape[1]
     for r in range(np.uint64(r0), np.uint64(r1)):
-        if not _constant(ix[r], q0, q1):
+        if n_inner > 1 and not _constant(ix[r], q0, q1):
             bad = _elements(dst, src, ix, inner_map, True, (r, r + np.uint64(1), q0, q1), w)
             if bad >= 0:
                 return bad
@@ -100,7 +103,8 @@ def _unit(arrays: Any, params: GatherParams, unit: int, w: int) -> int:
     o, chunk, band = unit // per_outer, unit % per_outer // params.n_bands, unit % params.n_bands
     r0, r1 = share(rows, chunk, params.n_chunks)
     q0 = band * params.band
-    rq = (r0, r1, q0, min(q0 + params.band, n_inner))
+    # The columns of out, not of idx: one index may stand for a whole row (see above).
+    rq = (r0, r1, q0, min(q0 + params.band, out.shape[2] // w))
     src = data[outer_map[o]]
     if params.same and rq[3] - rq[2] > 1:
         bad = _whole_rows(out[o], src, idx[o], inner_map, rq, w)
