@@ -16,6 +16,7 @@ from ._gather_generated import (
 from ._generated import grid_cases, layout_cases, special_cases, strategy_cases
 from ._libraries import LIBRARIES
 from ._oracle import reference_gather_elements, reference_scatter_elements, reference_with_free_nans
+from ._oracle_nd import reference_gather_nd, reference_scatter_nd
 from ._runner import Outcome, expected_result, run_case
 
 __all__ = [
@@ -43,7 +44,9 @@ __all__ = [
     "matrix_cases",
     "onnx_node_cases",
     "reference_gather_elements",
+    "reference_gather_nd",
     "reference_scatter_elements",
+    "reference_scatter_nd",
     "reference_with_free_nans",
     "run_case",
     "scoped_registry",
