@@ -1,9 +1,11 @@
 """ONNX models on scatterx's kernels: operators for onnx's ReferenceEvaluator (contract 11).
 
 ``ReferenceEvaluator(model, new_ops=scatterx.onnx.ops)`` runs every ScatterElements
-(opsets 11, 13, 16, 18), GatherElements (11, 13) and deprecated Scatter (9, 10) node of a
-model through :func:`scatterx.scatter_elements` and :func:`scatterx.gather_elements`: the
-automatic choice of backend, or the one of an enclosing :func:`scatterx.use_backend`.
+(opsets 11, 13, 16, 18), GatherElements (11, 13), deprecated Scatter (9, 10), ScatterND
+(11, 13, 16, 18) and GatherND (11, 12, 13) node of a model through
+:func:`scatterx.scatter_elements`, :func:`scatterx.gather_elements`,
+:func:`scatterx.scatter_nd` and :func:`scatterx.gather_nd`: the automatic choice of
+backend, or the one of an enclosing :func:`scatterx.use_backend`.
 
 A torch model that calls scatterx exports to ONNX as these standard nodes:
 ``torch.onnx.export(model, args, dynamo=True)`` as it is, a program of
@@ -38,10 +40,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .evaluator import GatherElements, Scatter, ScatterElements, ops
+    from .evaluator import GatherElements, GatherND, Scatter, ScatterElements, ScatterND, ops
     from .translations import torch_translations
 
-__all__ = ["GatherElements", "Scatter", "ScatterElements", "ops", "torch_translations"]
+__all__ = [
+    "GatherElements",
+    "GatherND",
+    "Scatter",
+    "ScatterElements",
+    "ScatterND",
+    "ops",
+    "torch_translations",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -9,11 +9,11 @@ from typing import Any, ClassVar
 import numpy as np
 from onnx.reference.op_run import OpRun
 
-from .._api import gather_elements, scatter_elements
+from .._api import gather_elements, gather_nd, scatter_elements, scatter_nd
 from .._dtypes import REDUCTIONS, dtype_key
 from .._errors import BackendError
 
-#: The reductions each opset of ScatterElements allows (none of them before opset 16).
+#: The reductions each opset of ScatterElements and ScatterND allows (none of them before opset 16).
 _REDUCTIONS_FROM = ((18, ("none", "add", "mul", "max", "min")), (16, ("none", "add", "mul")))
 
 #: The errors of the contract that leave ``run`` named after the node.
@@ -57,7 +57,7 @@ def _bfloat16_view(array: Any) -> Any:
 
 
 class _Node(OpRun):
-    """What the three operators share: the opset rules, the element types, the errors."""
+    """What the operators share: the opset rules, the element types, the errors."""
 
     #: The first opset with the operator, and the attributes it may carry.
     since: ClassVar[int]
@@ -143,11 +143,8 @@ def _named(exc: Exception, who: str) -> Exception:
     return named
 
 
-class ScatterElements(_Node):
-    """ONNX ScatterElements (opsets 11, 13, 16, 18) on :func:`scatterx.scatter_elements`."""
-
-    since = 11
-    attributes = frozenset({"axis", "reduction"})
+class _Reduces(_Node):
+    """A scatter whose ``reduction`` attribute ONNX added at opset 16 (max, min at 18)."""
 
     def _check_attributes(self) -> None:
         super()._check_attributes()
@@ -158,12 +155,19 @@ class ScatterElements(_Node):
         if "reduction" in given and not allowed:
             msg = f"opset {opset} has no attribute reduction (opset 16 on has)"
             raise ValueError(msg)
-        # A name no opset knows is the contract's ValueError, from scatter_elements.
+        # A name no opset knows is the contract's ValueError, from the function called.
         if "reduction" in given and reduction in REDUCTIONS and reduction not in allowed:
             msg = (
                 f"reduction {reduction!r} needs opset 18; opset {opset} allows {', '.join(allowed)}"
             )
             raise ValueError(msg)
+
+
+class ScatterElements(_Reduces):
+    """ONNX ScatterElements (opsets 11, 13, 16, 18) on :func:`scatterx.scatter_elements`."""
+
+    since = 11
+    attributes = frozenset({"axis", "reduction"})
 
     def _run(
         self, data: Any, indices: Any, updates: Any, axis: Any = 0, reduction: Any = "none"
@@ -224,5 +228,42 @@ class Scatter(_Node):
         return self._call(scatter_elements, data, indices, updates, moves_bits=True, axis=axis)
 
 
-ops: tuple[type[OpRun], ...] = (ScatterElements, GatherElements, Scatter)
+class ScatterND(_Reduces):
+    """ONNX ScatterND (opsets 11, 13, 16, 18) on :func:`scatterx.scatter_nd`: rows that
+    pick the same slice apply in their order, the last winning under reduction none."""
+
+    since = 11
+    attributes = frozenset({"reduction"})
+
+    def _run(self, data: Any, indices: Any, updates: Any, reduction: Any = "none") -> tuple[Any]:
+        return self._call(
+            scatter_nd, data, indices, updates, moves_bits=reduction == "none", reduction=reduction
+        )
+
+
+class GatherND(_Node):
+    """ONNX GatherND (opsets 11, 12, 13) on :func:`scatterx.gather_nd`; ``batch_dims``
+    from opset 12."""
+
+    since = 11
+    attributes = frozenset({"batch_dims"})
+
+    def _check_attributes(self) -> None:
+        super()._check_attributes()
+        opset = self._opset
+        if opset and opset < 12 and any(a.name == "batch_dims" for a in self.onnx_node.attribute):
+            msg = f"opset {opset} has no attribute batch_dims (opset 12 on has)"
+            raise ValueError(msg)
+
+    def _run(self, data: Any, indices: Any, batch_dims: Any = 0) -> tuple[Any]:
+        return self._call(gather_nd, data, indices, moves_bits=True, batch_dims=batch_dims)
+
+
+ops: tuple[type[OpRun], ...] = (
+    ScatterElements,
+    GatherElements,
+    Scatter,
+    ScatterND,
+    GatherND,
+)
 """The operators, for ``ReferenceEvaluator(model, new_ops=scatterx.onnx.ops)``."""
