@@ -356,18 +356,3 @@ def test_explain_nd_names_numpy_and_passes_over_a_backend_without_nd() -> None:
             assert decision.call.startswith(f"{operation}(numpy:ndarray float64 (3, 2)")
             assert decision.reasons["recorder"] == f"has no {operation}"
             assert decision.reasons["numpy"] is None
-
-
-def test_explain_nd_says_numba_has_no_scatter_nd() -> None:
-    numba_backend = {b.name: b for b in scatterx.backends()}.get("numba")
-    if numba_backend is None or not numba_backend.available:
-        pytest.skip("the numba backend is not available")
-    from scatterx_numba import backend
-
-    if hasattr(backend, "scatter_nd"):
-        pytest.skip("the numba backend computes scatter_nd now")
-    decision = scatterx.explain_nd(
-        np.zeros((3, 2)), np.array([[1]]), np.ones((1, 2)), backend=["numba", "numpy"]
-    )
-    assert (decision.backend, decision.reasons["numba"]) == ("numpy", "has no scatter_nd")
-    assert "numba: has no scatter_nd" in str(decision)

@@ -27,6 +27,7 @@ def test_every_operator_has_node_tests() -> None:
     assert sorted(set(ops)) == sorted(OPERATORS)
     assert (ops.count("ScatterElements"), ops.count("GatherElements")) == (7, 3)
     assert ops.count("Scatter") == 2
+    assert (ops.count("ScatterND"), ops.count("GatherND")) == (7, 3)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "numba"])

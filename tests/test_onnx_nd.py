@@ -3,10 +3,8 @@ own node tests, one-node models against onnxruntime, and the opset and index err
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
-import warnings
 from typing import Any
 
 import numpy as np
@@ -14,6 +12,7 @@ import pytest
 
 from scatterx import backends
 from scatterx.testing import assert_bitwise_equal
+from scatterx.testing._onnx_cases import onnx_node_tests
 
 pytest.importorskip("onnx")
 
@@ -35,22 +34,9 @@ CPU_BACKENDS = [r.name for r in backends() if r.available and r.array_types == (
 
 
 def _node_tests() -> tuple[Any, ...]:
-    """ONNX's node tests of ScatterND and GatherND (``onnx.backend.test.case.node``).
-
-    As scatterx.testing's collector does for the elements operators: only these
-    operators' modules are imported where onnx keeps its list, else every test collected.
-    """
-    from onnx.backend.test.case import node
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        if isinstance(getattr(node, "_NodeTestCases", None), list):
-            for name in ("gathernd", "scatternd"):
-                importlib.import_module(f"{node.__name__}.{name}")
-            tests = node._NodeTestCases
-        else:
-            tests = node.collect_testcases()
-    return tuple(t for t in tests if t.model and t.model.graph.node[0].op_type in OPERATORS)
+    """ONNX's node tests of ScatterND and GatherND, from scatterx.testing's one collector
+    (``tests/test_onnx_conformance.py`` runs them through the evaluator on each backend)."""
+    return tuple(t for t in onnx_node_tests() if t.model.graph.node[0].op_type in OPERATORS)
 
 
 NODE_TESTS = _node_tests()
@@ -72,30 +58,6 @@ def test_the_operators_are_served() -> None:
     assert scatterx.onnx.ScatterND is ScatterND
     assert scatterx.onnx.GatherND is GatherND
     assert {"ScatterND", "GatherND"} <= set(scatterx.onnx.__all__) <= set(dir(scatterx.onnx))
-
-
-@pytest.mark.parametrize("backend", ["numpy", "numba"])
-@pytest.mark.parametrize("test", NODE_TESTS, ids=[t.name for t in NODE_TESTS])
-def test_onnx_node_test_through_the_evaluator(test: Any, backend: str) -> None:
-    if backend not in CPU_BACKENDS:
-        pytest.skip(f"{backend} is unavailable")
-    session = ReferenceEvaluator(test.model, new_ops=list(scatterx.onnx.ops))
-    assert [type(n) for n in session.rt_nodes_] in ([ScatterND], [GatherND])
-    ((inputs, outputs),) = test.data_sets
-    with scatterx.use_backend(backend):
-        results = list(session.run(None, _feeds(test.model, inputs)))
-    assert len(results) == len(outputs) == 1
-    assert_bitwise_equal(results[0], outputs[0])
-
-
-@pytest.mark.parametrize("test", NODE_TESTS, ids=[t.name for t in NODE_TESTS])
-def test_node_tests_run_on_scatterx_not_on_the_reference(test: Any) -> None:
-    # A backend that cannot serve NumPy arrays makes the node fail: the call went through scatterx.
-    session = ReferenceEvaluator(test.model, new_ops=list(scatterx.onnx.ops))
-    ((inputs, _),) = test.data_sets
-    op_type = test.model.graph.node[0].op_type
-    with scatterx.use_backend("dask"), pytest.raises(scatterx.BackendError, match=op_type):
-        session.run(None, _feeds(test.model, inputs))
 
 
 # One-node models -------------------------------------------------------------------------

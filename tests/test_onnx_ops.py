@@ -293,12 +293,18 @@ def test_inputs_are_left_unchanged() -> None:
     assert not np.shares_memory(result, data)
 
 
-def test_ops_is_the_tuple_of_the_three_classes() -> None:
+def test_ops_is_the_tuple_of_the_five_classes() -> None:
     from onnx.reference.op_run import OpRun
 
     ops = scatterx.onnx.ops
     assert isinstance(ops, tuple)
-    assert [c.__name__ for c in ops] == ["ScatterElements", "GatherElements", "Scatter"]
+    assert [c.__name__ for c in ops] == [
+        "ScatterElements",
+        "GatherElements",
+        "Scatter",
+        "ScatterND",
+        "GatherND",
+    ]
     assert all(issubclass(c, OpRun) and c.op_domain == "" for c in ops)
     assert scatterx.onnx.ScatterElements is ops[0]
     with pytest.raises(AttributeError, match="no attribute 'Gather'"):

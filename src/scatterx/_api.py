@@ -251,7 +251,7 @@ def scatter_nd(
     order, ``out[indices[i]] = f(out[indices[i]], updates[i])``, a slice of shape
     ``data.shape[k:]``, where ``f`` is given by ``reduction``. Rows that pick the same
     slice are applied in their order for every reduction: under ``"none"`` the last wins.
-    Every backend returns the same bits (see the contract, section 15).
+    Every backend returns the same bits (see the contract, section 14).
 
     Parameters
     ----------
@@ -313,7 +313,7 @@ def gather_nd(
 
     The first ``batch_dims`` dimensions of ``data`` and ``indices`` are equal and paired;
     each row of ``k = indices.shape[-1]`` indices (negative values count from the end)
-    picks the slice of its batch's ``data`` at those indices. See the contract, section 15.
+    picks the slice of its batch's ``data`` at those indices. See the contract, section 14.
 
     Parameters
     ----------

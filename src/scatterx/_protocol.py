@@ -163,7 +163,7 @@ class GathersElements(Protocol):
 
 @runtime_checkable
 class ComputesND(Protocol):
-    """A backend that also computes ``scatter_nd`` and ``gather_nd`` (contract section 15).
+    """A backend that also computes ``scatter_nd`` and ``gather_nd`` (contract section 14).
 
     Its ``can_run`` then receives their requests too; a backend has either method, or
     both, and the front-end asks only a backend that has the one a call needs.

@@ -210,7 +210,7 @@ def check(
 
 
 #: The operations that torch's operators, autograd and JAX's traces take (the others run
-#: eagerly only, for now: contract section 15).
+#: eagerly only, for now: contract section 14).
 HOSTED = ("scatter_elements", "gather_elements")
 
 

@@ -1,4 +1,4 @@
-"""The shape rules of ScatterND and GatherND (contract section 15), before any index value."""
+"""The shape rules of ScatterND and GatherND (contract section 14), before any index value."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from ._runner import Outcome, _declined, _expected
 ONNX = "onnx"
 """The name of the matrix's column of one-node ONNX models run by the ReferenceEvaluator."""
 
-OPERATORS = ("ScatterElements", "GatherElements", "Scatter")
+OPERATORS = ("ScatterElements", "GatherElements", "Scatter", "ScatterND", "GatherND")
 """The ONNX operators :mod:`scatterx.onnx` serves."""
 
 _OP_TYPES = {"scatter_elements": ("ScatterElements", 18), "gather_elements": ("GatherElements", 13)}
@@ -36,12 +36,12 @@ def onnx_unavailable() -> str | None:
 
 #: The modules of ``onnx.backend.test.case.node`` that hold the node tests of
 #: :data:`OPERATORS`, in the order ``collect_testcases`` imports them.
-_NODE_TEST_MODULES = ("gatherelements", "scatter", "scatterelements")
+_NODE_TEST_MODULES = ("gatherelements", "scatter", "scatterelements", "gathernd", "scatternd")
 
 
 @cache
 def onnx_node_tests() -> tuple[Any, ...]:
-    """ONNX's own node tests of ScatterElements, GatherElements and Scatter.
+    """ONNX's own node tests of the operators of :data:`OPERATORS`.
 
     Importing a module of ``onnx.backend.test.case.node`` runs its examples, which add
     their node tests to the package's list. ``collect_testcases`` imports the module of

@@ -1,4 +1,4 @@
-"""The contract's ScatterND and GatherND loops (section 15), one index row at a time."""
+"""The contract's ScatterND and GatherND loops (section 14), one index row at a time."""
 
 from __future__ import annotations
 
