@@ -225,3 +225,127 @@ def test_torchscript_opset_too_low_says_which(reduction: str, opset: int) -> Non
 def test_operators_are_named_after_import() -> None:
     """``torch.ops.scatterx`` is there once torch and scatterx are imported."""
     assert callable(torch.ops.scatterx.scatter_elements.default)
+
+
+class OutView(torch.nn.Module):
+    """``out=`` a slice of another tensor, which the model returns."""
+
+    def forward(self, data: Any, indices: Any, updates: Any, buf: Any) -> Any:
+        scatterx.scatter_elements(data, indices, updates, axis=1, reduction="add", out=buf[1:])
+        return buf
+
+
+def _view_args() -> tuple[Any, ...]:
+    data, indices, updates = scatter_args(1)
+    return data, indices, updates, torch.zeros(data.shape[0] + 1, data.shape[1])
+
+
+@pytest.mark.parametrize("how", ["dynamo", "program"])
+def test_out_a_view_exports_the_write(how: str) -> None:
+    model, args = OutView(), _view_args()
+    proto = export(model, args, how)
+    assert len(proto.graph.input) == 4
+    check_runs(model, proto, args)
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_out_a_view_is_refused_where_torchscript_would_drop_the_write() -> None:
+    """The TorchScript exporter once exported this model as ``buf``, unchanged."""
+    model, args = OutView(), _view_args()
+    with pytest.raises(ValueError, match="out= cannot be a view of another tensor"):
+        export(model, args, "torchscript")
+    with pytest.raises(ValueError, match="out= cannot be a view of another tensor"):
+        torch.jit.trace(model, args, check_trace=False)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("model", [Scatter(1, "add"), ScatterInPlace(1, "add"), Gather(0, True)])
+def test_a_traced_module_exports_with_torchscript(model: Any) -> None:
+    """A module made by ``torch.jit.trace`` is exported without scatterx running again:
+    its ``out=`` write was once dropped, and its functional call not translated."""
+    args = scatter_args(1) if isinstance(model, Scatter) else scatter_args(0)[:2]
+    traced = torch.jit.trace(model, tuple(a.clone() for a in args), check_trace=False)
+    buffer = io.BytesIO()
+    names = list(NAMES[: len(args)])
+    torch.onnx.export(
+        traced, tuple(a.clone() for a in args), buffer, dynamo=False, input_names=names
+    )
+    proto = onnx.load_from_string(buffer.getvalue())
+    assert len(proto.graph.input) == len(args)
+    check_runs(model, proto, args)
+
+
+class OutInto(torch.nn.Module):
+    """A scatter (or a gather) into ``out``, the model's last argument."""
+
+    def __init__(self, gather: bool = False) -> None:
+        super().__init__()
+        self.gather = gather
+
+    def forward(self, *arrays: Any) -> Any:
+        *inputs, out = arrays
+        if self.gather:
+            scatterx.gather_elements(*inputs, axis=1, out=out)
+        else:
+            scatterx.scatter_elements(*inputs, axis=1, reduction="add", out=out)
+        return out * 1
+
+
+class OutIsUpdates(torch.nn.Module):
+    def forward(self, data: Any, indices: Any, updates: Any) -> Any:
+        scatterx.scatter_elements(data, indices, updates, axis=1, reduction="add", out=updates)
+        return updates * 1
+
+
+class GatherOutIsData(torch.nn.Module):
+    def forward(self, data: Any, indices: Any) -> Any:
+        scatterx.gather_elements(data, indices, axis=1, out=data)
+        return data * 1
+
+
+def _refused_calls() -> list[tuple[Any, tuple[Any, ...], type, str]]:
+    data, indices, updates = scatter_args(1)
+    square = scatter_args(0)  # indices of data's shape, valid along axis 1 too
+    return [
+        (OutInto(), (data, indices, updates, torch.zeros(data.shape, dtype=torch.int64)),
+         TypeError, "out must have the dtype of data"),
+        (OutInto(), (data, indices, updates, torch.zeros(2, *data.shape)),
+         ValueError, "out must have the shape of data"),
+        (OutInto(gather=True), (data, indices, torch.zeros(data.shape)),
+         ValueError, "out must have the shape of indices"),
+        (OutIsUpdates(), square, ValueError, "out overlaps updates"),
+        (GatherOutIsData(), square[:2], ValueError, "out overlaps data"),
+        (Scatter(2, "add"), (data, indices, updates), ValueError, "axis must be in"),
+    ]  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("index", range(len(_refused_calls())))
+def test_an_export_refuses_what_the_eager_call_refuses(how: str, index: int) -> None:
+    model, args, error, message = _refused_calls()[index]
+    with pytest.raises(error, match=message):
+        model(*(a.clone() for a in args))
+    with pytest.raises(Exception, match=message) as caught:
+        export(model, tuple(a.clone() for a in args), how)
+    found: BaseException | None = caught.value
+    while found is not None and not isinstance(found, error):
+        found = found.__cause__ or found.__context__
+    assert isinstance(found, error)
+
+
+def test_translations_in_a_new_process_define_the_operators() -> None:
+    """``torch_translations()`` before torch is imported: torch's import defines the
+    operators (scatterx's entry point) while the translations wait for them; it once hung."""
+    import subprocess
+    import sys
+
+    code = (
+        "import scatterx, scatterx.onnx; t = scatterx.onnx.torch_translations(); "
+        "print(sorted(str(k) for k in t))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "scatterx.gather_elements.default" in done.stdout
+    assert "scatterx.scatter_elements.default" in done.stdout

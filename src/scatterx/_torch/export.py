@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._check import GATHER, SCATTER, Operation
+from .checks import check_exported
 
 Tensor = Any
 
@@ -45,13 +46,19 @@ def exported(
     """The call as an exported graph holds it, or None where no graph is exported.
 
     ``functional``: the functional operator's overload (:func:`scatterx._torch.ops.call`
-    passes it with the backend bound).
+    passes it with the backend bound). The eager call's checks of shapes and of ``out``
+    run first, on the tensors as the exporter holds them: an export never holds a call
+    that the eager call refuses. A ``torch.jit.trace`` outside any export records the same
+    graph as the TorchScript exporter, so that the module it makes exports later.
     """
     torch = sys.modules["torch"]
     to_onnx = _in_onnx_export()
-    if not to_onnx and not torch.compiler.is_exporting():
+    scripting = torch.jit.is_tracing()  # torch.jit.trace, or the TorchScript exporter
+    if not (to_onnx or scripting or torch.compiler.is_exporting()):
         return None
-    scripting = torch.jit.is_tracing()  # the TorchScript exporter (dynamo=False)
+    check_exported(operation, arrays, axis, out)
+    if scripting and out is not None and out._base is not None:
+        raise ValueError(_SCRIPTED_VIEW)
     if to_onnx and not scripting:
         result = _symbolic(torch, operation, arrays, axis, reduction)
     else:
@@ -61,12 +68,22 @@ def exported(
     if out is None:
         return result
     if scripting:
-        # TorchScript's exporter turns an index assignment of a graph input into the new
-        # value that the rest of the graph reads; it has no translation of ``copy_``.
+        # TorchScript's exporter turns an index assignment of a whole tensor into the new
+        # value that the rest of the graph reads; it has no translation of its ``copy_``.
         out[:] = result
     else:
         out.copy_(result)
     return out
+
+
+# TorchScript's ONNX exporter loses a write into a view made before the write (torch's own
+# in-place operators too): ``buf[1:]`` passed as out= exported as ``buf`` unchanged.
+_SCRIPTED_VIEW = (
+    "out= cannot be a view of another tensor where torch.jit.trace records the call (as "
+    "torch.onnx.export(..., dynamo=False) does): TorchScript's ONNX exporter drops a write "
+    "into a view made before it; pass a tensor of its own as out, or use the result the "
+    "call returns, or export with dynamo=True"
+)
 
 
 def _in_onnx_export() -> bool:

@@ -46,6 +46,9 @@ def define() -> None:
     waits for all four."""
     global _DEFINED
     if not _DEFINED:
+        # Before the lock: importing torch runs scatterx's entry point, which comes here.
+        import torch  # noqa: F401
+
         with _DEFINING:
             if not _DEFINED:
                 _define()
