@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ._check import GATHER, SCATTER, derive
+from ._check import GATHER, GATHER_ND, SCATTER, SCATTER_ND, derive
 
 Array = Any
 
@@ -46,6 +46,15 @@ class Calls(NamedTuple):
         """gather_elements of the gradient's arrays."""
         return self.run(derive(GATHER, self.like, (data, indices), axis), self.choice)
 
+    def scatter_nd(self, data: Array, indices: Array, updates: Array, *, reduction: str) -> Array:
+        """scatter_nd of the gradient's arrays."""
+        request = derive(SCATTER_ND, self.like, (data, indices, updates), None, reduction)
+        return self.run(request, self.choice)
+
+    def gather_nd(self, data: Array, indices: Array, *, batch_dims: int) -> Array:
+        """gather_nd of the gradient's arrays."""
+        return self.run(derive(GATHER_ND, self.like, (data, indices), batch_dims), self.choice)
+
 
 class Rules(NamedTuple):
     """What the gradients are computed with, for one array library.
@@ -61,6 +70,8 @@ class Rules(NamedTuple):
         Whether cotangents of complex products are conjugated (PyTorch: yes; JAX: no).
     device
         The ``device=`` for arrays made next to a given one (in a JAX trace: None).
+    scatter_nd, gather_nd
+        ``scatterx.scatter_nd`` and ``scatterx.gather_nd``, for the gradients of those.
     """
 
     xp: Any
@@ -68,6 +79,8 @@ class Rules(NamedTuple):
     gather: Callable[..., Array]
     conjugate: bool
     device: Callable[[Array], Any]
+    scatter_nd: Callable[..., Array] | None = None
+    gather_nd: Callable[..., Array] | None = None
 
 
 def gather_vjp(rules: Rules, g: Array, shape: tuple[int, ...], indices: Array, axis: int) -> Array:
@@ -126,6 +139,74 @@ def _none(
         return d_data, None
     won = rules.gather(winner, indices, axis=axis) == order
     return d_data, xp.where(won, rules.gather(g, indices, axis=axis), zero)
+
+
+def gather_nd_vjp(
+    rules: Rules, g: Array, shape: tuple[int, ...], indices: Array, batch_dims: int
+) -> Array:
+    """The gradient of ``data`` (of ``shape``) in ``gather_nd(data, indices, batch_dims)``:
+    each element of ``g`` added, in C order, to the element it was read from. A batch is
+    folded into the rows: one more index, the batch's position, before each row's."""
+    xp, nd = rules.xp, _nd(rules)
+    zeros = xp.zeros(shape, dtype=g.dtype, device=rules.device(g))
+    if not batch_dims:
+        return nd.scatter_nd(zeros, indices, g, reduction="add")
+    batch = math.prod(shape[:batch_dims])
+    rows = tuple(indices.shape[batch_dims:-1])
+    folded = xp.reshape(indices, (batch, *rows, indices.shape[-1]))
+    positions = xp.arange(batch, dtype=indices.dtype, device=rules.device(indices))
+    positions = xp.reshape(positions, (batch, *(1 for _ in rows), 1))
+    positions = xp.broadcast_to(positions, (batch, *rows, 1))
+    folded = xp.concat((positions, folded), axis=-1)
+    flat = (batch, *shape[batch_dims:])
+    g = xp.reshape(g, (batch, *g.shape[batch_dims:]))
+    summed = nd.scatter_nd(xp.reshape(zeros, flat), folded, g, reduction="add")
+    return xp.reshape(summed, shape)
+
+
+def scatter_nd_vjp(
+    rules: Rules, g: Array, indices: Array, reduction: str, wanted: Wanted = BOTH
+) -> tuple[Array | None, Array | None]:
+    """The gradients of ``data`` and ``updates`` of ``scatter_nd`` given ``g``, the
+    gradient of its result: for ``add``, and for ``none`` as :func:`_none` gives them, a
+    slice of ``updates`` per row of ``indices``."""
+    nd = _nd(rules)
+    if reduction == "add":
+        d_updates = nd.gather_nd(g, indices, batch_dims=0) if wanted[1] else None
+        return (g if wanted[0] else None), d_updates
+    if reduction != "none":
+        msg = (
+            f"scatterx has no gradient of scatter_nd with reduction={reduction!r} (only "
+            "'none' and 'add'): use scatter_elements, whose gradients cover every reduction"
+        )
+        raise NotImplementedError(msg)
+    xp, device = rules.xp, rules.device(g)
+    rows, depth = tuple(indices.shape[:-1]), int(indices.shape[-1])
+    slices = (1,) * (g.ndim - depth)  # a row's mark, broadcast over its slice
+    positions = xp.int64 if math.prod(rows) >= 2**31 else indices.dtype
+    order = xp.reshape(xp.arange(math.prod(rows), dtype=positions, device=device), rows)
+    unset = xp.full(tuple(g.shape[:depth]), -1, dtype=positions, device=device)
+    winner = nd.scatter_nd(unset, indices, order, reduction="none")
+    zero = xp.zeros((), dtype=g.dtype, device=device)
+    unwritten = xp.reshape(winner < 0, (*winner.shape, *slices))
+    d_data = xp.where(unwritten, g, zero) if wanted[0] else None
+    if not wanted[1]:
+        return d_data, None
+    won = xp.reshape(nd.gather_nd(winner, indices, batch_dims=0) == order, (*rows, *slices))
+    return d_data, xp.where(won, nd.gather_nd(g, indices, batch_dims=0), zero)
+
+
+class _ND(NamedTuple):
+    scatter_nd: Callable[..., Array]
+    gather_nd: Callable[..., Array]
+
+
+def _nd(rules: Rules) -> _ND:
+    """The ND operations of ``rules`` (a host that serves the ND gradients gives both)."""
+    if rules.scatter_nd is None or rules.gather_nd is None:
+        msg = "these gradient rules have no scatter_nd and gather_nd"
+        raise TypeError(msg)
+    return _ND(rules.scatter_nd, rules.gather_nd)
 
 
 def _extremum(

@@ -236,7 +236,7 @@ def normalise_gather(data: Any, indices: Any, axis: Any, out: Any = None) -> Gat
 
 
 def derive(
-    operation: Operation, like: Request, arrays: tuple[Any, ...], axis: int, reduction: Any = None
+    operation: Operation, like: Request, arrays: tuple[Any, ...], axis: Any, reduction: Any = None
 ) -> Request:
     """The request of a call that a host makes from the checked call ``like``, checking
     nothing again: a gradient's calls, a vmap batch. Their arrays' shapes follow from the
