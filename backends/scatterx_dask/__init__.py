@@ -1,4 +1,5 @@
-"""The dask backend: ScatterElements and GatherElements on Dask arrays, lazily, exactly.
+"""The dask backend: ScatterElements, GatherElements, ScatterND and GatherND on Dask arrays,
+lazily, exactly.
 
 A call returns a Dask array at once; its tasks run scatterx's in-memory backends (numba
 where installed) on blocks: see :mod:`scatterx_dask._graph` for the graph and its cost,
@@ -18,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import DTYPE_REDUCTIONS, Backend, GatherRequest, Request, ScatterRequest
+from scatterx.backend import (
+    DTYPE_REDUCTIONS,
+    Backend,
+    GatherNDRequest,
+    GatherRequest,
+    Request,
+    ScatterNDRequest,
+    ScatterRequest,
+)
 
 Array = np.ndarray[Any, Any]
 Chunker = Callable[[Array], Any]
@@ -97,6 +106,16 @@ class DaskBackend:
         from ._run import gather_elements
 
         return gather_elements(request)
+
+    def scatter_nd(self, request: ScatterNDRequest) -> Any:
+        from ._nd import scatter_nd
+
+        return scatter_nd(request)
+
+    def gather_nd(self, request: GatherNDRequest) -> Any:
+        from ._nd import gather_nd
+
+        return gather_nd(request)
 
     def from_numpy(self, array: Array) -> Any:
         """Test data as a Dask array, chunked as :func:`test_chunks` says."""

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from scatterx.backend import GatherRequest, ScatterRequest
 
@@ -46,8 +47,19 @@ FAN_IN = 32
 _SMALL_CHECK = 1 << 16
 
 
-def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int) -> str:
-    """Add the guard's tasks for ``indices`` (a clone); return the guard's key."""
+class Bounds(NamedTuple):
+    """What a guard checks: each index against the bounds of one axis (ScatterElements),
+    or each row of a ScatterND's indices against the dimensions its columns index."""
+
+    axis: int  # the axis; for rows, the dimension of data that their first column indexes
+    size: Any  # its size; for rows, the sizes of the dimensions they index
+    first_bad_of: Callable[..., Any] = _tasks.first_bad_of  # a task: blocks' first bad index
+    guard: Callable[..., None] = _tasks.guard  # a task: raise for the first bad index
+
+
+def guard_of(graph: dict[Any, Any], name: str, indices: Any, bounds: Bounds) -> str:
+    """Add the tasks of a guard of ``bounds`` for ``indices`` (a clone, of at least one
+    block); return the guard's key."""
     starts = [_lanes.starts(sizes) for sizes in indices.chunks]
     level: list[Any] = []
     group: list[tuple[Any, tuple[int, ...]]] = []
@@ -59,10 +71,10 @@ def _guard(graph: dict[Any, Any], name: str, indices: Any, axis: int, size: int)
         if len(group) == FAN_IN or held >= _SMALL_CHECK or number == len(blocks) - 1:
             key = (f"{name}-check", len(level))
             keys, offsets = zip(*group, strict=True)
-            graph[key] = (_tasks.first_bad_of, list(keys), offsets, indices.shape, size)
+            graph[key] = (bounds.first_bad_of, list(keys), offsets, indices.shape, bounds.size)
             level.append(key)
             group, held = [], 0
-    return _tree(graph, name, level, axis, size)
+    return _tree(graph, name, level, bounds.axis, bounds.size, bounds.guard)
 
 
 def _guard_of(
@@ -73,13 +85,20 @@ def _guard_of(
     splits are); else the guard of ``clone`` (added here), or None where none is needed."""
     if routed:
         return f"{name}-guard"
-    return None if clone is None else _guard(graph, name, clone, *where)
+    return None if clone is None else guard_of(graph, name, clone, Bounds(*where))
 
 
-def _tree(graph: dict[Any, Any], name: str, level: list[Any], axis: int, size: int) -> str:
+def _tree(
+    graph: dict[Any, Any],
+    name: str,
+    level: list[Any],
+    axis: int,
+    size: Any,
+    guard: Callable[..., None] = _tasks.guard,
+) -> str:
     """Add a tree of :data:`FAN_IN` to a node over the tasks ``level`` (each a first bad
-    index or None, of its part of indices) and the guard that raises for the first of all;
-    return the guard's key."""
+    index or None, of its part of indices) and the guard that raises for the first of all
+    (the task ``guard``, given that index, ``axis`` and ``size``); return the guard's key."""
     depth = 0
     while len(level) > 1:
         depth += 1
@@ -87,9 +106,9 @@ def _tree(graph: dict[Any, Any], name: str, level: list[Any], axis: int, size: i
         level = [(f"{name}-earliest-{depth}", i) for i in range(len(groups))]
         for key, group in zip(level, groups, strict=True):
             graph[key] = (_tasks.earliest, *group)
-    guard = f"{name}-guard"
-    graph[guard] = (_tasks.guard, level[0], axis, size)
-    return guard
+    key = f"{name}-guard"
+    graph[key] = (guard, level[0], axis, size)
+    return key
 
 
 def needs_guard(data: Any, indices: Any, axis: int) -> bool:

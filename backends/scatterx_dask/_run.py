@@ -71,8 +71,12 @@ def _strings_checked(array: Any, role: str) -> Any:
     return array.map_blocks(_tasks.strings_checked, role, dtype=array.dtype, meta=array._meta)
 
 
-def scatter_elements(request: ScatterRequest) -> Any:
-    """The lazy result of ``request`` (of Dask arrays): nothing is computed here."""
+def scatter_elements(request: ScatterRequest, checked: bool = False) -> Any:
+    """The lazy result of ``request`` (of Dask arrays): nothing is computed here.
+
+    ``checked``: every index is in bounds by the time a block reads it (a guard of the
+    caller's orders its tasks first), so none is added here.
+    """
     da: Any = importlib.import_module("dask.array")
     from dask.base import tokenize
     from dask.highlevelgraph import HighLevelGraph
@@ -88,18 +92,20 @@ def scatter_elements(request: ScatterRequest) -> Any:
     updates_r = updates.rechunk(lined_up.index_chunks)
     token = tokenize(data, indices, updates, request.axis, request.reduction)
     routed = data.numblocks[request.axis] > 1  # its splits check the indices they read
-    checked = [] if routed else _guarded(data, indices, indices_r, request.axis, token)
+    guarded = routed or checked
+    clones = [] if guarded else _guarded(data, indices, indices_r, request.axis, token)
     name = f"scatter_elements-{token}"
-    clone = checked[0] if checked else None
+    clone = clones[0] if clones else None
     arrays = (indices_r, updates_r)
     layer = _graph.tasks(request, name, lined_up, arrays, clone, shares=_on_a_cluster())
-    inputs = [data, indices_r, updates_r, *checked]
+    inputs = [data, indices_r, updates_r, *clones]
     graph = HighLevelGraph.from_collections(name, layer, dependencies=inputs)
     return da.Array(graph, name, data.chunks, meta=data._meta)
 
 
-def gather_elements(request: GatherRequest) -> Any:
-    """The lazy result of the gather ``request`` (of Dask arrays): nothing is computed here.
+def gather_elements(request: GatherRequest, checked: bool = False) -> Any:
+    """The lazy result of the gather ``request`` (of Dask arrays): nothing is computed here;
+    ``checked`` as for :func:`scatter_elements`.
 
     The result has indices' chunks, rechunked as for a scatter: off the axis to data's
     chunks (cut where indices end), along it into pieces no larger than the largest block
@@ -118,9 +124,9 @@ def gather_elements(request: GatherRequest) -> Any:
     indices_r = indices.rechunk(lined_up.index_chunks)
     token = tokenize("gather_elements", data, indices, axis)
     routed = data.numblocks[axis] > 1  # its splits check the indices they read
-    checked = [] if routed else _guarded(data, indices, indices_r, axis, token)
+    clones = [] if routed or checked else _guarded(data, indices, indices_r, axis, token)
     name = f"gather_elements-{token}"
-    clone = checked[0] if checked else None
+    clone = clones[0] if clones else None
     layer = _graph.gather_tasks(request, name, indices_r, clone, shares=_on_a_cluster())
-    graph = HighLevelGraph.from_collections(name, layer, dependencies=[data, indices_r, *checked])
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[data, indices_r, *clones])
     return da.Array(graph, name, indices_r.chunks, meta=data._meta)

@@ -112,3 +112,62 @@ def strings_checked(block: Array, role: str, block_info: Any = None) -> Array:
     offsets = tuple(start for start, _ in block_info[0]["array-location"])
     check_string_values(block, role, offsets)
     return block
+
+
+def first_bad_in_rows(
+    block: Array, offsets: tuple[int, ...], shape: tuple[int, ...], sizes: tuple[int, ...]
+) -> BadIndex | None:
+    """The first index of ``block`` (in C order) of a ScatterND's or GatherND's indices
+    (of ``shape``) outside the bounds of the dimension its column indexes (of ``sizes``),
+    or None; ``offsets`` as for :func:`first_bad`."""
+    if block.size == 0:
+        return None
+    column = offsets[-1]
+    limits = np.asarray(sizes[column : column + block.shape[-1]], dtype=np.int64)
+    bad = (block < -limits) | (block >= limits)
+    if not bad.any():
+        return None
+    local = np.unravel_index(int(np.argmax(bad)), block.shape)
+    position = tuple(int(i) + o for i, o in zip(local, offsets, strict=True))
+    flat = int(np.ravel_multi_index(position, shape))
+    return BadIndex(flat, int(block[local]), position)
+
+
+def first_bad_in_rows_of(
+    blocks: list[Array],
+    offsets: tuple[tuple[int, ...], ...],
+    shape: tuple[int, ...],
+    sizes: tuple[int, ...],
+) -> BadIndex | None:
+    """:func:`first_bad_of` for the indices of a ScatterND or GatherND."""
+    found = (first_bad_in_rows(b, o, shape, sizes) for b, o in zip(blocks, offsets, strict=True))
+    return earliest(*found)
+
+
+def guard_rows(found: BadIndex | None, first: int, sizes: tuple[int, ...]) -> None:
+    """Raise the contract's IndexError for the first bad index of a ScatterND's or
+    GatherND's indices, naming the dimension of data that its column indexes (the columns
+    index the dimensions from ``first``, of ``sizes``)."""
+    if found is not None:
+        column = found.position[-1]
+        raise out_of_bounds_error(found.value, found.position, first + column, sizes[column])
+
+
+def row_positions(block: Array, checked: None, sizes: tuple[int, ...]) -> Array:
+    """The flat position of each row of ``block`` (its last dimension whole) in the
+    dimensions of ``sizes``: int64, of the shape ``block.shape[:-1]``.
+
+    ``checked`` is the rows' guard's value (None): it orders this task after it, so every
+    index is in bounds here.
+    """
+    rows = block.reshape(-1, len(sizes)).astype(np.int64)
+    limits = np.asarray(sizes, dtype=np.int64)
+    rows += np.where(rows < 0, limits, 0)
+    strides = np.array([np.prod(sizes[j + 1 :], dtype=np.int64) for j in range(len(sizes))])
+    positions: Array = (rows @ strides.astype(np.int64)).reshape(block.shape[:-1])
+    return positions
+
+
+def passed(block: Array, checked: None) -> Array:
+    """``block`` as it is, once the guard (whose value is ``checked``) has passed."""
+    return block
