@@ -24,6 +24,8 @@ NUMBA_COMPILE_MODES = ("wait", "background")
 Mode = Literal["new", "in-place"]
 MODES: tuple[Mode, ...] = ("new", "in-place")
 FLOOR = "copy-floor"
+#: What a case computes: ONNX ScatterElements (the standard cases), ScatterND, GatherND.
+Operation = Literal["scatter_elements", "scatter_nd", "gather_nd"]
 
 BENCH_EXTRA = "pip install 'scatterx[bench]'"
 _INSTALL = {
@@ -38,13 +40,18 @@ _INSTALL = {
 
 @dataclass(frozen=True)
 class BenchCase:
-    """One case's inputs (float32 data and updates, int64 indices) and its axis."""
+    """One case's inputs (float32 data and updates, int64 indices) and its axis.
+
+    ``op`` says what it computes: for ``scatter_nd`` and ``gather_nd`` the rows of
+    ``indices`` name slices of data (``axis`` is 0), and a gather has no updates (None).
+    """
 
     name: str
     data: Any
     indices: Any
     updates: Any
     axis: int
+    op: Operation = "scatter_elements"
 
     @property
     def arrays(self) -> tuple[Any, Any, Any]:
@@ -53,7 +60,7 @@ class BenchCase:
 
     def to(self, convert: Callable[[Any], Any]) -> BenchCase:
         """The same case with each array passed through ``convert`` (``cupy.asarray``)."""
-        data, indices, updates = (convert(a) for a in self.arrays)
+        data, indices, updates = (None if a is None else convert(a) for a in self.arrays)
         return replace(self, data=data, indices=indices, updates=updates)
 
 

@@ -21,14 +21,20 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx import BackendError, backends, scatter_elements
+import scatterx
+from scatterx import BackendError, backends
 
 from .base import MODES, BenchCase, Call, Mode, Unavailable, synchronised
-from .peers import PEERS
+from .nd import ND_CASES, make_nd_case, result_shape
+from .peers import ONNXRUNTIME_ONE_THREAD, PEERS
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
 BACKENDS = ("numpy", "numba", "cupy")
 CPU_PEERS = ("onnxruntime", "torch", "numpy-peer")
+#: The contestants of the ScatterND and GatherND cases (:mod:`.nd`): the backends that
+#: compute them, onnxruntime on its default threads and on one, torch's row calls.
+ND_BACKENDS = ("numba", "numpy")
+ND_PEERS = ("onnxruntime", ONNXRUNTIME_ONE_THREAD, "torch")
 
 # In place, mul meets its own products call after call: updates within 1/2048 of 1 keep
 # data far from float32's subnormals and infinity for millions of calls (asv's included).
@@ -84,10 +90,14 @@ def make_case(name: str, scale: float = 1.0) -> BenchCase:
     The seed comes from the name alone: a case is the same whichever others are built, in
     every harness. Values lie in [0.5, 1.5]: long products under ``mul`` then neither
     overflow nor reach float32's subnormals, whose slow arithmetic would measure the CPU.
+    The ScatterND and GatherND cases (:data:`.nd.ND_CASES`) are built by :mod:`.nd`.
     """
+    if name in ND_CASES:
+        return make_nd_case(name, scale)
     spec = CASES.get(name) or LAYOUT_CASES.get(name)
     if spec is None:
-        msg = f"unknown case {name!r}; the cases are {', '.join(ALL_CASE_NAMES)}"
+        names = ", ".join((*ALL_CASE_NAMES, *ND_CASES))
+        msg = f"unknown case {name!r}; the cases are {names}"
         raise ValueError(msg)
     data_shape, index_shape = _scaled(spec.data, scale), _scaled(spec.indices, scale)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -139,9 +149,17 @@ def make_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "ne
     call, so its own warm-up (an in-place call may take other code). :func:`build_call`
     says what ``mode`` does.
     """
+    return first_call(contestant, case, reduction, mode)[0]
+
+
+def first_call(
+    contestant: str, case: BenchCase, reduction: str, mode: Mode = "new"
+) -> tuple[Call, Any]:
+    """:func:`make_call`'s call and the result of its warm-up, the first run on its data
+    (the one to check: in place, later runs start from what it left)."""
     call = build_call(contestant, case, reduction, mode)
     try:
-        call()
+        return call, call()
     except BackendError as exc:  # the backend declines this dtype, reduction or array type
         raise Unavailable(str(exc)) from exc
     except TypeError as exc:
@@ -150,7 +168,6 @@ def make_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "ne
         # Contract section 7: out= on immutable or lazy arrays (JAX, Dask) is a TypeError.
         msg = f"in place: {exc}"
         raise Unavailable(msg) from exc
-    return call
 
 
 def build_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "new") -> Call:
@@ -160,7 +177,8 @@ def build_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "n
     ``"in-place"`` the call owns a copy of ``case.data`` (its updates brought near 1 for
     ``mul``: :func:`in_place_case`), which each run updates and returns; ``case`` itself
     stays as it was. onnxruntime cannot write into its input and runs as in ``"new"``
-    (:data:`IN_PLACE_NOTES`).
+    (:data:`IN_PLACE_NOTES`). A gather in place writes into a result array of its own
+    (``out=``), made here.
     """
     if mode not in MODES:
         msg = f"unknown mode {mode!r}; the modes are {', '.join(MODES)}"
@@ -177,12 +195,13 @@ def in_place_case(case: BenchCase, reduction: str) -> BenchCase:
     """``case`` with a copy of its data to update in place, and for ``mul`` updates near 1.
 
     Works where the arrays are (NumPy, CuPy, torch): the copy is ``copy()`` or ``clone()``.
+    A gather's updates are None: it keeps them.
     """
     data = case.data
     # Its layout kept (a transposed case stays transposed): clone() keeps strides.
     owned = data.clone() if hasattr(data, "clone") else data.copy(order="K")
     updates = case.updates
-    if reduction == "mul":
+    if reduction == "mul" and updates is not None:
         updates = (updates - 1) * _NEAR_ONE + 1
     return replace(case, data=owned, updates=updates)
 
@@ -214,17 +233,27 @@ def backend_from_numpy(name: str) -> Callable[[Any], Any] | None:
 
 
 def _backend(name: str, case: BenchCase, reduction: str, mode: Mode) -> Call:
-    """The scatterx backend ``name``, named with ``backend=``.
+    """The scatterx backend ``name``, named with ``backend=``, computing the case's ``op``.
 
     A call naming numba waits for its compile (the warm-up's), where automatic choice
     could run numpy meanwhile: the timed calls are numba's compiled code.
     """
     require_backend(name)
     from_numpy = backend_from_numpy(name)
-    if from_numpy is not None and isinstance(case.data, np.ndarray):
+    on_numpy = isinstance(case.data, np.ndarray)
+    if from_numpy is not None and on_numpy:
         case = case.to(from_numpy)  # a copy where the backend's arrays live elsewhere
     data, indices, updates = case.arrays
-    kwargs: dict[str, Any] = {"axis": case.axis, "reduction": reduction, "backend": name}
+    kwargs: dict[str, Any] = {"backend": name}
     if mode == "in-place":
         kwargs["out"] = data
-    return synchronised(lambda: scatter_elements(data, indices, updates, **kwargs), data)
+    if case.op == "gather_nd":
+        if mode == "in-place":
+            out = np.empty(result_shape(case), dtype=np.float32)
+            kwargs["out"] = from_numpy(out) if from_numpy is not None and on_numpy else out
+        return synchronised(lambda: scatterx.gather_nd(data, indices, **kwargs), data)
+    kwargs["reduction"] = reduction
+    if case.op == "scatter_nd":
+        return synchronised(lambda: scatterx.scatter_nd(data, indices, updates, **kwargs), data)
+    kwargs["axis"] = case.axis
+    return synchronised(lambda: scatterx.scatter_elements(data, indices, updates, **kwargs), data)

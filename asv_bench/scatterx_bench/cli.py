@@ -11,6 +11,8 @@ scaling case on a ``distributed.LocalCluster`` (:mod:`.dask_bench`).
 (:mod:`.grad_bench`).
 ``--onnx``: a one-node model through onnx's ReferenceEvaluator with and without
 scatterx.onnx.ops, and onnxruntime, against the direct call (:mod:`.onnx_bench`).
+``--nd``: scatter_nd and gather_nd against onnxruntime and torch, with each result's
+distance from the exact one and issue 45's targets (:mod:`.nd_bench`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from .dask_scaling import ScalingConfig
 from .grad_bench import grad_cases, print_grad, time_case
 from .libraries import arrays_of, in_layout_of, require_library, to_library
 from .library_table import LibraryRun, print_library
+from .nd import ND_CASE_NAMES
 from .onnx_bench import print_onnx, time_onnx_row
 from .options import BLOCK_REPEAT, PROG
 from .report import StandardRow, record, write_json
@@ -219,9 +222,12 @@ def main(argv: list[str]) -> int:
         parser.error("--small-calls must be 0 or more")
     if args.dask_scaling_gib < 0 or any(n < 1 for n in args.dask_workers or ()):
         parser.error("--dask-scaling-gib must be 0 or more, --dask-workers 1 or more")
-    for table in ("grad", "onnx", "hand"):
+    for table in ("grad", "onnx", "hand", "nd"):
         if getattr(args, table) and (args.json or args.plot or args.library):
             parser.error(f"--{table} prints its own table: it takes no --json, --plot or --library")
+    nd_cases = [name for name in args.case or () if name in ND_CASE_NAMES]
+    if args.case and (args.nd != bool(nd_cases) or 0 < len(nd_cases) < len(args.case)):
+        parser.error(f"--nd takes the ND cases, and only --nd: {', '.join(ND_CASE_NAMES)}")
     args.block_repeat = BLOCK_REPEAT if args.repeat is None else args.repeat
     args.repeat = CALLS if args.repeat is None else args.repeat
     if args.repeat < 1 or args.rounds < 1:
@@ -235,6 +241,10 @@ def main(argv: list[str]) -> int:
             from .hand_bench import run
 
             return run(args)
+        if args.nd:
+            from .nd_bench import run as run_nd
+
+            return run_nd(args)
         return _grad(args) if args.grad else _run(args, argv)
 
 

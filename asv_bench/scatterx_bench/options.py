@@ -9,6 +9,8 @@ from .base import BENCH_EXTRA, MODES, NUMBA_COMPILE_MODES
 from .cases import ALL_CASE_NAMES, CPU_PEERS, REDUCTIONS
 from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .libraries import LIBRARIES
+from .nd import ND_CASE_NAMES
+from .peers import ONNXRUNTIME_ONE_THREAD
 from .timing import CALLS, ROUNDS
 
 #: The command that runs :func:`.cli.main`, from a checkout: its name in help and in ``--json``.
@@ -33,7 +35,12 @@ def parser() -> argparse.ArgumentParser:
 
 def _table_options(parser: argparse.ArgumentParser) -> None:
     """What the standard and library tables time, and how."""
-    parser.add_argument("--case", action="append", choices=ALL_CASE_NAMES, help="repeatable")
+    parser.add_argument(
+        "--case",
+        action="append",
+        choices=(*ALL_CASE_NAMES, *ND_CASE_NAMES),
+        help="repeatable; the ND cases (with --nd): " + ", ".join(ND_CASE_NAMES),
+    )
     parser.add_argument(
         "--reduction",
         action="append",
@@ -162,10 +169,18 @@ def _other_tables(parser: argparse.ArgumentParser) -> None:
         "the fastest peer",
     )
     parser.add_argument(
+        "--nd",
+        action="store_true",
+        help="only the ND table: scatter_nd and gather_nd on the ND cases (default: all; "
+        "reduction add) in each mode, against onnxruntime (default threads and one thread) "
+        "and torch's row calls, each result checked against the exact one, each peer's "
+        "time over numba's set against issue 45's targets",
+    )
+    parser.add_argument(
         "--peer",
         action="append",
-        choices=CPU_PEERS,
-        help="repeatable: the peers of --hand (default: all)",
+        choices=(*CPU_PEERS, ONNXRUNTIME_ONE_THREAD),
+        help="repeatable: the peers of --hand and --nd (default: all of each)",
     )
     parser.add_argument(
         "--onnx-reference-repeat",

@@ -1,5 +1,7 @@
 """The peers of the standard cases (onnxruntime, torch, torch in its deterministic mode,
-NumPy, cupyx) and the copy floor.
+NumPy, cupyx) and the copy floor; of the ND cases, onnxruntime (on its default threads and
+on one) and torch's row calls (``index_add``, ``index_copy``, ``index_reduce``,
+``index_select``).
 
 Each is made by :func:`.cases.build_call`, in each of :data:`.cases.MODES`, through
 :data:`PEERS`: a new array per call, or data updated in place
@@ -15,9 +17,13 @@ from typing import Any
 import numpy as np
 
 from .base import FLOOR, BenchCase, Call, Mode, Unavailable, require, synchronised, then
+from .nd import result_shape, row_views
 
 #: The name of the peer that is torch under ``torch.use_deterministic_algorithms(True)``.
 TORCH_DETERMINISTIC = "torch-deterministic"
+#: onnxruntime on one intra-op thread (``intra_op_num_threads=1``): its ScatterND then
+#: applies the rows in their order, where its default threads race on shared rows.
+ONNXRUNTIME_ONE_THREAD = "onnxruntime-1t"
 
 _TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
 _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -29,17 +35,30 @@ def _on_numpy(case: BenchCase, peer: str) -> None:
         raise Unavailable(msg)
 
 
+def _elements_only(case: BenchCase, peer: str) -> None:
+    if case.op != "scatter_elements":
+        msg = f"{peer} times ScatterElements; {case.op} has the numpy backend"
+        raise Unavailable(msg)
+
+
+def _onnx_node(case: BenchCase, reduction: str) -> Any:
+    """The model's one node: the case's ``op`` as ONNX names it."""
+    from onnx import helper
+
+    if case.op == "gather_nd":
+        return helper.make_node("GatherND", ["data", "indices"], ["out"], batch_dims=0)
+    inputs = ["data", "indices", "updates"]
+    if case.op == "scatter_nd":
+        return helper.make_node("ScatterND", inputs, ["out"], reduction=reduction)
+    return helper.make_node("ScatterElements", inputs, ["out"], axis=case.axis, reduction=reduction)
+
+
 def _onnx_model(case: BenchCase, reduction: str) -> bytes:
     from onnx import TensorProto, helper
 
-    node = helper.make_node(
-        "ScatterElements",
-        ["data", "indices", "updates"],
-        ["out"],
-        axis=case.axis,
-        reduction=reduction,
-    )
+    node = _onnx_node(case, reduction)
     roles = {"data": case.data, "indices": case.indices, "updates": case.updates}
+    roles = {role: array for role, array in roles.items() if array is not None}
     info = {
         role: helper.make_tensor_value_info(
             role,
@@ -48,15 +67,16 @@ def _onnx_model(case: BenchCase, reduction: str) -> bytes:
         )
         for role, array in roles.items()
     }
-    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, list(case.data.shape))
-    graph = helper.make_graph([node], "scatter_elements", list(info.values()), [out])
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, list(result_shape(case)))
+    graph = helper.make_graph([node], case.op, list(info.values()), [out])
     # IR version 9 is read by every onnxruntime that has opset 18.
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
     return bytes(model.SerializeToString())
 
 
-def _onnxruntime(case: BenchCase, reduction: str, mode: Mode) -> Call:
-    """A one-node ScatterElements (opset 18) model on onnxruntime's CPU provider.
+def _onnxruntime(case: BenchCase, reduction: str, mode: Mode, threads: int = 0) -> Call:
+    """A one-node model of the case's op (opset 18) on onnxruntime's CPU provider, on
+    ``threads`` intra-op threads (0: onnxruntime's default, one per core).
 
     The same call in both modes: onnxruntime cannot write into an input, and its output
     reuses the buffers of its arena from run to run.
@@ -67,16 +87,23 @@ def _onnxruntime(case: BenchCase, reduction: str, mode: Mode) -> Call:
     import onnxruntime
 
     model = _onnx_model(case, reduction)
-    session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     feeds = {"data": case.data, "indices": case.indices, "updates": case.updates}
+    feeds = {role: array for role, array in feeds.items() if array is not None}
     return lambda: session.run(None, feeds)[0]
 
 
 def _torch(case: BenchCase, reduction: str, mode: Mode) -> Call:
     """``torch.scatter`` / ``torch.scatter_reduce(include_self=True)`` where the arrays are;
-    in place ``Tensor.scatter_`` / ``Tensor.scatter_reduce_`` on data's memory."""
+    in place ``Tensor.scatter_`` / ``Tensor.scatter_reduce_`` on data's memory. The ND
+    cases take torch's row calls (:func:`_torch_rows`)."""
     require("torch")
     import torch
+
+    if case.op != "scatter_elements":
+        return _torch_rows(case, reduction, mode)
     from torch.utils.dlpack import from_dlpack
 
     data, indices, updates = (from_dlpack(a) for a in case.arrays)
@@ -98,6 +125,36 @@ def _torch(case: BenchCase, reduction: str, mode: Mode) -> Call:
             include_self=True,
         )
     return then(scatter, torch.cuda.synchronize) if data.is_cuda else scatter
+
+
+def _torch_rows(case: BenchCase, reduction: str, mode: Mode) -> Call:
+    """The ND cases on torch CPU tensors over data's rows (:func:`.nd.row_views`).
+
+    Scatter: ``Tensor.index_copy`` (none), ``index_add`` (add), ``index_reduce(...,
+    include_self=True)`` (the others); in place their ``_`` forms on data's memory. Gather:
+    indexing ``data[rows]``; in place ``torch.index_select(..., out=)`` into a result of
+    its own.
+    """
+    import torch
+
+    _on_numpy(case, "torch")
+    view = row_views(case)
+    data, rows = torch.from_numpy(view.data), torch.from_numpy(view.rows)
+    shape = result_shape(case)
+    new = mode == "new"
+    if case.op == "gather_nd":
+        if new:
+            return lambda: data[rows].reshape(shape)
+        out = torch.empty((rows.numel(), data.shape[1]), dtype=data.dtype)
+        return lambda: torch.index_select(data, 0, rows, out=out).reshape(shape)
+    updates = torch.from_numpy(view.updates)
+    if reduction in ("none", "add"):
+        name = "index_copy" if reduction == "none" else "index_add"
+        method = getattr(torch.Tensor, name if new else f"{name}_")
+        return lambda: method(data, 0, rows, updates).reshape(shape)
+    method = torch.Tensor.index_reduce if new else torch.Tensor.index_reduce_
+    how = {"mul": "prod", "max": "amax", "min": "amin"}[reduction]
+    return lambda: method(data, 0, rows, updates, how, include_self=True).reshape(shape)
 
 
 def _torch_deterministic(case: BenchCase, reduction: str, mode: Mode) -> Call:
@@ -161,6 +218,7 @@ def _numpy_peer(case: BenchCase, reduction: str, mode: Mode) -> Call:
     Into a copy of data, or in place into data itself (C-ordered: the benchmark's copy).
     """
     _on_numpy(case, "numpy-peer")
+    _elements_only(case, "numpy-peer")
     data, indices, updates, axis = *case.arrays, case.axis
     new = mode == "new"
     if reduction == "none":
@@ -192,6 +250,7 @@ def _cupyx(case: BenchCase, reduction: str, mode: Mode) -> Call:
     if not isinstance(case.data, cupy.ndarray):
         msg = "cupyx runs on cupy arrays: move the case with case.to(cupy.asarray)"
         raise Unavailable(msg)
+    _elements_only(case, "cupyx")
     scatter = {"add": cupyx.scatter_add, "max": cupyx.scatter_max, "min": cupyx.scatter_min}
     if reduction not in scatter:
         msg = f"cupyx has no scatter for {reduction!r}"
@@ -213,6 +272,7 @@ def _copy_floor(case: BenchCase, reduction: str, mode: Mode) -> Call:
     indices and updates only: data need not be copied, and which of its elements a call
     touches depends on the case."""
     sources = case.arrays if mode == "new" else (case.indices, case.updates)
+    sources = tuple(a for a in sources if a is not None)  # a gather has no updates
     targets = tuple(a.copy() for a in sources)
 
     def run() -> Any:
@@ -226,6 +286,7 @@ def _copy_floor(case: BenchCase, reduction: str, mode: Mode) -> Call:
 #: Each peer's maker, by the name its column has.
 PEERS: dict[str, Callable[[BenchCase, str, Mode], Call]] = {
     "onnxruntime": _onnxruntime,
+    ONNXRUNTIME_ONE_THREAD: partial(_onnxruntime, threads=1),
     "torch": _torch,
     TORCH_DETERMINISTIC: _torch_deterministic,
     "numpy-peer": _numpy_peer,
