@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import scatterx_numba
 from _backends import UnavailableBackend, WrongBackend
 from _subprocess import run_python
 from scatterx._cli import run_check
-from scatterx.testing import LIBRARIES, _libraries, reference_scatter_elements
+from scatterx.testing import LIBRARIES, _libraries, matrix_cases, reference_scatter_elements
 from scatterx.testing._libraries import library
 from scatterx.testing._onnx_cases import onnx_unavailable
 from scatterx_bench import cli as bench_cli
@@ -136,6 +137,42 @@ def test_check_fails_a_wrong_backend(clean_selection: None) -> None:
     if onnx_unavailable() is None:  # and through an ONNX model
         assert "FAILED off-by-one+onnx spec-example-1" in text
     assert "FAILED: " in text.splitlines()[-1]
+
+
+def _operations(stdout: str) -> dict[str, list[str]]:
+    """The table by operation: each operation's cells, and the total's."""
+    lines = stdout.split("the same, by operation")[1].splitlines()
+    first = next(n for n, line in enumerate(lines) if line.startswith("operation")) + 2
+    last = next(n for n, line in enumerate(lines) if line.startswith("total "))
+    return {line.split()[0]: line.split()[1:] for line in lines[first : last + 1]}
+
+
+def test_check_reports_the_nd_operations_by_family_and_by_operation(
+    clean_selection: None,
+) -> None:
+    count = Counter(case.operation for case in matrix_cases())
+    out = io.StringIO()
+    assert run_check(["numpy"], out=out, libraries=["native"]) == 0
+    rows, operations = _rows(out.getvalue()), _operations(out.getvalue())
+    assert rows["scatter-nd-generated"] == ["175/0/0"]
+    assert rows["gather-nd-generated"] == ["72/0/0"]
+    assert list(operations) == [
+        "scatter_elements",
+        "gather_elements",
+        "scatter_nd",
+        "gather_nd",
+        "total",
+    ]
+    # One case of each mixes libraries: nothing to mix on NumPy's own arrays.
+    assert operations["scatter_nd"] == [f"{count['scatter_nd'] - 1}/0/1"]
+    assert operations["gather_nd"] == [f"{count['gather_nd'] - 1}/0/1"]
+    # A backend without scatter_nd and gather_nd: their cases skipped, nothing failed.
+    scatterx.register_backend(WrongBackend("scatters-only", lambda answer, _: answer))
+    out = io.StringIO()
+    assert run_check(["scatters-only"], out=out, libraries=["native"]) == 0
+    operations = _operations(out.getvalue())
+    assert operations["scatter_nd"] == [f"0/0/{count['scatter_nd']}"]
+    assert operations["gather_nd"] == [f"0/0/{count['gather_nd']}"]
 
 
 # The harness's command, python asv_bench/bench.py, and the cases and contestants every

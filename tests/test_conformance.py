@@ -448,14 +448,18 @@ def test_gather_ids_and_groups_name_the_operation() -> None:
     assert mark.args == ("float32-gather",)
 
 
-def test_a_backend_without_gather_elements_is_one_test_per_column() -> None:
+def test_a_backend_without_an_operation_is_one_test_per_column_and_operation() -> None:
     scatters_only = WrongBackend("scatters-only", lambda answer, request: answer)
     options = _Options(scatterx_backend=["scatters-only"], scatterx_library=["native"])
     with scoped_registry(scatters_only):
         runs, missing = _columns(cast(pytest.Config, options))
     assert runs == [("scatters-only", "native")]
+    lacked = ("gather_elements", "scatter_nd", "gather_nd")
+    assert missing == [
+        (("scatters-only", "native"), f"scatters-only has no {operation}", operation)
+        for operation in lacked
+    ]
+    assert [_missing_id(m) for m in missing] == [f"scatters-only-native-{op}" for op in lacked]
     reason = "scatters-only has no gather_elements"
-    assert missing == [(("scatters-only", "native"), reason, "gather_elements")]
-    assert _missing_id(missing[0]) == "scatters-only-native-gather_elements"
-    with pytest.raises(pytest.skip.Exception, match=rf"{reason} \(\d+ gather cases\)"):
+    with pytest.raises(pytest.skip.Exception, match=rf"{reason} \(\d+ gather_elements cases\)"):
         test_missing_column_is_said(missing[0], _Options(require_backend=["scatters-only"]))

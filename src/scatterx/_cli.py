@@ -1,15 +1,18 @@
 """The command line: ``backends`` lists the registry, ``check`` runs the conformance cases
-(of scatter_elements and of gather_elements)."""
+(of scatter_elements, gather_elements, scatter_nd and gather_nd)."""
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ._dtypes import DTYPE_KEYS, REDUCTIONS
 from ._registry import BackendRecord, backends
+
+if TYPE_CHECKING:  # the suite is imported by check only, on first use
+    from .testing import ConformanceCase
 
 
 def _table(rows: Sequence[Sequence[str]], out: TextIO) -> None:
@@ -95,19 +98,72 @@ def _default_libraries() -> list[str]:
     return [NATIVE, *installed, *([ONNX] if onnx_unavailable() is None else [])]
 
 
+class _Tally:
+    """What ``check`` counts and reports: outcomes by (family, operation, column, status),
+    the failures, and the backends and columns named but unavailable (said once)."""
+
+    def __init__(self, names: Sequence[str], libraries: Sequence[str]) -> None:
+        self.names, self.libraries = names, libraries
+        self.counts: Counter[tuple[str, str, str, str]] = Counter()
+        self.failures: list[str] = []
+        self.missing: set[str] = set()
+
+    def add(self, backend: str, library: str | None, case: ConformanceCase, outcome: Any) -> None:
+        label = _label(backend, library)
+        self.counts[(_family(case.family), case.operation, label, outcome.status)] += 1
+        if outcome.status == "failed":
+            self.failures.append(f"{label} {case.name}: {outcome.detail}")
+        elif outcome.unavailable or outcome.library_unavailable:
+            what = backend if outcome.unavailable else label
+            named = backend in self.names if outcome.unavailable else library in self.libraries
+            if named and what not in self.missing:
+                self.failures.append(f"{what}: {outcome.detail}")
+            self.missing.add(what)
+
+    def cell(self, label: str, row: str, by: int) -> str:
+        """``passed/failed/skipped`` of column ``label`` for ``row``: a family (``by`` 0), an
+        operation (``by`` 1), or ``"total"``."""
+        counts = [
+            sum(
+                v
+                for key, v in self.counts.items()
+                if key[2] == label and key[3] == status and row in (key[by], "total")
+            )
+            for status in ("passed", "failed", "skipped")
+        ]
+        return "/".join(map(str, counts))
+
+
+def _print_tables(
+    tally: _Tally, cases: Sequence[ConformanceCase], labels: list[str], out: TextIO
+) -> None:
+    """The family table, then the operation table: passed/failed/skipped per column."""
+    print("passed/failed/skipped cases by case family; columns: backend[+array library]", file=out)
+    families = list(dict.fromkeys(_family(c.family) for c in cases))
+    rows = [["case family", *labels]]
+    rows += [[f, *(tally.cell(label, f, 0) for label in labels)] for f in [*families, "total"]]
+    _table(rows, out)
+    print("\nthe same, by operation", file=out)
+    operations = list(dict.fromkeys(c.operation for c in cases))
+    rows = [["operation", *labels]]
+    rows += [[o, *(tally.cell(label, o, 1) for label in labels)] for o in [*operations, "total"]]
+    _table(rows, out)
+
+
 def run_check(
     names: Sequence[str] = (),
     out: TextIO = sys.stdout,
     verbose: bool = False,
     libraries: Sequence[str] = (),
 ) -> int:
-    """Run every conformance case, of scatter_elements and of gather_elements, on every
-    available backend (or those named), on each backend's own arrays and through every
-    installed array library (or those named).
+    """Run every conformance case, of scatter_elements, gather_elements, scatter_nd and
+    gather_nd, on every available backend (or those named), on each backend's own arrays
+    and through every installed array library (or those named).
 
-    Prints a case-family x (backend, library) table of passed/failed/skipped counts and the
-    failures; returns 1 if anything failed, no backend was available, or a backend or
-    library named is unavailable, 2 for an unknown library name, else 0.
+    Prints a case-family x (backend, library) table of passed/failed/skipped counts, the
+    same by operation, and the failures; returns 1 if anything failed, no backend was
+    available, or a backend or library named is unavailable, 2 for an unknown library
+    name, else 0.
     """
     from .testing import matrix_cases, run_case
     from .testing._libraries import LIBRARIES, NATIVE, enable_jax_x64
@@ -129,9 +185,7 @@ def run_check(
         return 1
     cases = matrix_cases()
     columns = _columns(records, chosen)
-    counts: Counter[tuple[str, str, str]] = Counter()
-    failures: list[str] = []
-    missing: set[str] = set()  # the backends and columns named but unavailable, said once
+    tally = _Tally(names, libraries)
     for backend, library in columns:
         label = _label(backend, library)
         print(f"checking {label} on {len(cases)} cases ...", file=sys.stderr, flush=True)
@@ -140,36 +194,11 @@ def run_check(
                 outcome = run_onnx_case(backend, case)
             else:
                 outcome = run_case(backend, case, library=library)
-            counts[(_family(case.family), label, outcome.status)] += 1
-            if outcome.status == "failed":
-                failures.append(f"{label} {case.name}: {outcome.detail}")
-            elif outcome.unavailable or outcome.library_unavailable:
-                what = backend if outcome.unavailable else label
-                named = backend in names if outcome.unavailable else library in libraries
-                if named and what not in missing:
-                    failures.append(f"{what}: {outcome.detail}")
-                missing.add(what)
+            tally.add(backend, library, case, outcome)
             if verbose and outcome.status == "skipped":
                 print(f"skipped {label} {case.name}: {outcome.detail}", file=out)
-    families = list(dict.fromkeys(_family(c.family) for c in cases))
-    labels = [_label(backend, library) for backend, library in columns]
-    print("passed/failed/skipped cases by case family; columns: backend[+array library]", file=out)
-    rows = [["case family", *labels]]
-    for family in [*families, "total"]:
-        row = [family]
-        for label in labels:
-
-            def count(status: str, column: str = label, fam: str = family) -> int:
-                return sum(
-                    v
-                    for (f, c, s), v in counts.items()
-                    if c == column and s == status and fam in (f, "total")
-                )
-
-            row.append(f"{count('passed')}/{count('failed')}/{count('skipped')}")
-        rows.append(row)
-    _table(rows, out)
-    for line in failures:
+    _print_tables(tally, cases, [_label(*column) for column in columns], out)
+    for line in tally.failures:
         print(f"FAILED {line}", file=out)
-    print(f"{'FAILED' if failures else 'OK'}: {len(failures)} failure(s)", file=out)
-    return 1 if failures else 0
+    print(f"{'FAILED' if tally.failures else 'OK'}: {len(tally.failures)} failure(s)", file=out)
+    return 1 if tally.failures else 0

@@ -5,7 +5,7 @@ from scatterx._registry import scoped_registry
 from ._cases import Case, error_cases, onnx_node_cases, spec_cases
 from ._compare import assert_bitwise_equal, first_difference
 from ._edge_cases import edge_cases
-from ._gather_cases import ConformanceCase, GatherCase, gather_error_cases, gather_onnx_node_cases
+from ._gather_cases import GatherCase, gather_error_cases, gather_onnx_node_cases
 from ._gather_generated import (
     gather_edge_cases,
     gather_grid_cases,
@@ -15,6 +15,19 @@ from ._gather_generated import (
 )
 from ._generated import grid_cases, layout_cases, special_cases, strategy_cases
 from ._libraries import LIBRARIES
+from ._nd_cases import (
+    ConformanceCase,
+    GatherNDCase,
+    ScatterNDCase,
+    gather_nd_error_cases,
+    scatter_nd_error_cases,
+)
+from ._nd_generated import (
+    gather_nd_grid_cases,
+    nd_edge_cases,
+    scatter_nd_grid_cases,
+    scatter_nd_special_cases,
+)
 from ._oracle import reference_gather_elements, reference_scatter_elements, reference_with_free_nans
 from ._oracle_nd import reference_gather_nd, reference_scatter_nd
 from ._runner import Outcome, expected_result, run_case
@@ -24,7 +37,9 @@ __all__ = [
     "Case",
     "ConformanceCase",
     "GatherCase",
+    "GatherNDCase",
     "Outcome",
+    "ScatterNDCase",
     "all_cases",
     "assert_bitwise_equal",
     "edge_cases",
@@ -42,6 +57,7 @@ __all__ = [
     "grid_cases",
     "layout_cases",
     "matrix_cases",
+    "nd_cases",
     "onnx_node_cases",
     "reference_gather_elements",
     "reference_gather_nd",
@@ -102,18 +118,46 @@ def gather_cases() -> list[GatherCase]:
     ]
 
 
+def nd_cases() -> list[ScatterNDCase | GatherNDCase]:
+    """Every conformance case of ``scatter_nd`` and ``gather_nd``, in a fixed order.
+
+    Returns
+    -------
+    list of ScatterNDCase or GatherNDCase
+        The generated families (ranks 1 to 4, every depth, batch_dims 0 to 2, every dtype
+        and reduction), the edges the edges and the errors.
+
+    Examples
+    --------
+    >>> from scatterx.testing import nd_cases, run_case
+    >>> case = nd_cases()[0]
+    >>> case.name, case.indices.shape, run_case("numpy", case).status
+    ('scatter-nd-bool-none-6-k1', (5, 1), 'passed')
+    """
+    cases = [
+        *scatter_nd_grid_cases(),
+        *scatter_nd_special_cases(),
+        *gather_nd_grid_cases(),
+        *nd_edge_cases(),
+        *scatter_nd_error_cases(),
+        *gather_nd_error_cases(),
+    ]
+    # The scatter's first, each operation's families in the order above.
+    return sorted(cases, key=lambda case: case.operation != "scatter_nd")
+
+
 def matrix_cases() -> list[ConformanceCase]:
     """Every case the conformance matrix and ``python -m scatterx check`` run.
 
     Returns
     -------
-    list of Case or GatherCase
-        :func:`all_cases` (the scatter's), then :func:`gather_cases`.
+    list of Case, GatherCase, ScatterNDCase or GatherNDCase
+        :func:`all_cases` (the scatter's), :func:`gather_cases`, then :func:`nd_cases`.
 
     Examples
     --------
     >>> from scatterx.testing import matrix_cases
     >>> list(dict.fromkeys(case.operation for case in matrix_cases()))
-    ['scatter_elements', 'gather_elements']
+    ['scatter_elements', 'gather_elements', 'scatter_nd', 'gather_nd']
     """
-    return [*all_cases(), *gather_cases()]
+    return [*all_cases(), *gather_cases(), *nd_cases()]

@@ -10,7 +10,6 @@ import numpy as np
 from ._case_parts import BaseCase, ErrorRow, shared_errors
 from ._case_parts import f32 as _f32
 from ._case_parts import i64 as _i64
-from ._cases import Case
 
 
 @dataclass(frozen=True)
@@ -42,10 +41,6 @@ class GatherCase(BaseCase):
     def signature(self) -> str:
         """What a JIT backend compiles for the case: ``"<dtype key>-gather"``."""
         return f"{self.dtype_key}-gather"
-
-
-#: A case of either operation: what the runner, the pytest matrix and ``check`` take.
-ConformanceCase = Case | GatherCase
 
 
 def gather_onnx_node_cases() -> list[GatherCase]:

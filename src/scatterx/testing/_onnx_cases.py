@@ -15,8 +15,8 @@ from scatterx import BackendError, use_backend
 from scatterx._registry import registered
 
 from ._compare import first_difference
-from ._gather_cases import ConformanceCase, GatherCase
-from ._runner import Outcome, _declined, _expected
+from ._nd_cases import ConformanceCase
+from ._runner import Outcome, _declined, _expected, has_operation
 
 ONNX = "onnx"
 """The name of the matrix's column of one-node ONNX models run by the ReferenceEvaluator."""
@@ -24,7 +24,15 @@ ONNX = "onnx"
 OPERATORS = ("ScatterElements", "GatherElements", "Scatter", "ScatterND", "GatherND")
 """The ONNX operators :mod:`scatterx.onnx` serves."""
 
-_OP_TYPES = {"scatter_elements": ("ScatterElements", 18), "gather_elements": ("GatherElements", 13)}
+#: Each operation's node and the opset of its model.
+_OP_TYPES = {
+    "scatter_elements": ("ScatterElements", 18),
+    "gather_elements": ("GatherElements", 13),
+    "scatter_nd": ("ScatterND", 18),
+    "gather_nd": ("GatherND", 13),
+}
+#: Attributes left out of the node where they hold their default.
+_DEFAULTS = {"axis": 0, "batch_dims": 0}
 
 
 def onnx_unavailable() -> str | None:
@@ -80,12 +88,17 @@ def _attribute_holds(value: Any) -> bool:
 
 
 def one_node_model(case: ConformanceCase) -> Any:
-    """A model of one ScatterElements (opset 18) or GatherElements (opset 13) node: the
-    case's call, its inputs typed by their arrays' element types and of any shape."""
+    """A model of one ScatterElements or ScatterND (opset 18), GatherElements or GatherND
+    (opset 13) node: the case's call, its inputs typed by their arrays' element types and
+    of any shape."""
     from onnx import helper
 
     op_type, opset = _OP_TYPES[case.operation]
-    attributes = {k: v for k, v in case.kwargs().items() if not (k == "axis" and v == 0)}
+    attributes = {
+        k: v
+        for k, v in case.kwargs().items()
+        if not (k in _DEFAULTS and type(v) is int and v == _DEFAULTS[k])
+    }
     node = helper.make_node(op_type, list(case.roles), ["output"], name="case", **attributes)
     inputs = [
         helper.make_tensor_value_info(role, _element_type(array), None)
@@ -145,8 +158,8 @@ def run_onnx_case(backend_name: str, case: ConformanceCase) -> Outcome:
     reason = backend.available()
     if reason is not None:
         return Outcome("skipped", f"{backend_name} is unavailable: {reason}", unavailable=True)
-    if isinstance(case, GatherCase) and not hasattr(backend, "gather_elements"):
-        return Outcome("skipped", f"{backend_name} has no gather_elements")
+    if not has_operation(backend, case.operation):
+        return Outcome("skipped", f"{backend_name} has no {case.operation}")
     why = _unexpressed(case)
     if why is not None:
         return Outcome("skipped", why)

@@ -9,7 +9,7 @@ import numpy as np
 
 from scatterx.backend import out_of_bounds_error
 
-from ._oracle import _combine
+from ._oracle import _combine, _two_nans_meet
 
 Array = np.ndarray[Any, Any]
 
@@ -81,11 +81,24 @@ def reference_scatter_nd(data: Any, indices: Any, updates: Any, reduction: str =
     ...
     IndexError: index 2 at position (1, 0) of indices is out of bounds for axis 0 with size 2: ...
     """
+    return reference_scatter_nd_with_free_nans(data, indices, updates, reduction)[0]
+
+
+def reference_scatter_nd_with_free_nans(
+    data: Any, indices: Any, updates: Any, reduction: str = "none"
+) -> tuple[Array, Array]:
+    """:func:`reference_scatter_nd`, and where the contract lets any NaN stand for its value.
+
+    The second array is True where an add or mul met two NaN operands, as
+    :func:`~scatterx.testing.reference_with_free_nans` says for ScatterElements.
+    """
     data = np.asarray(data)
     indices = np.asarray(indices)
     updates = _canonical(np.asarray(updates))
     out = np.array(_canonical(data), copy=True)
+    free = np.zeros(out.shape, dtype=bool)
     kind = data.dtype.kind
+    arithmetic = reduction in ("add", "mul") and (kind in "fc" or data.dtype.name == "bfloat16")
     depth = indices.shape[-1]
     sizes, rest = data.shape[:depth], data.shape[depth:]
     with np.errstate(all="ignore"):
@@ -93,8 +106,11 @@ def reference_scatter_nd(data: Any, indices: Any, updates: Any, reduction: str =
             row = _row(indices, position, sizes, 0)
             for element in _positions(rest):
                 j = row + element
-                out[j] = _combine(reduction, out[j], updates[position + element], kind)
-    return out
+                old, new = out[j], updates[position + element]
+                if arithmetic and _two_nans_meet(reduction, old, new):
+                    free[j] = True
+                out[j] = _combine(reduction, old, new, kind)
+    return out, free
 
 
 def reference_gather_nd(data: Any, indices: Any, batch_dims: int = 0) -> Array:

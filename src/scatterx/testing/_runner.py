@@ -10,20 +10,47 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx import BackendError, gather_elements, scatter_elements
+from scatterx import BackendError, gather_elements, gather_nd, scatter_elements, scatter_nd
 from scatterx._registry import registered
-from scatterx.backend import Backend, ConvertsArrays, GathersElements
+from scatterx.backend import Backend, ConvertsArrays
 
 from . import _libraries
 from ._compare import first_difference
-from ._gather_cases import ConformanceCase, GatherCase
+from ._nd_cases import ConformanceCase
 from ._oracle import reference_gather_elements, reference_with_free_nans
+from ._oracle_nd import reference_gather_nd, reference_scatter_nd_with_free_nans
 
 _oracle_results: dict[tuple[str, str], tuple[Any, Any]] = {}
-_OPERATIONS: dict[str, Callable[..., Any]] = {
+#: Each operation's public function, by the name a case's ``operation`` holds.
+OPERATIONS: dict[str, Callable[..., Any]] = {
     "scatter_elements": scatter_elements,
     "gather_elements": gather_elements,
+    "scatter_nd": scatter_nd,
+    "gather_nd": gather_nd,
 }
+
+
+def _no_free_nans(result: Any) -> tuple[Any, Any]:
+    """A gather's answer: it computes nothing, so no NaN is free."""
+    return result, False
+
+
+#: Each operation's oracle: the answer of a case's arrays and keywords, and where any NaN
+#: may stand for its value.
+_ORACLES: dict[str, Callable[..., tuple[Any, Any]]] = {
+    "scatter_elements": reference_with_free_nans,
+    "gather_elements": lambda *arrays, **kw: _no_free_nans(
+        reference_gather_elements(*arrays, **kw)
+    ),
+    "scatter_nd": reference_scatter_nd_with_free_nans,
+    "gather_nd": lambda *arrays, **kw: _no_free_nans(reference_gather_nd(*arrays, **kw)),
+}
+
+
+def has_operation(backend: Backend, operation: str) -> bool:
+    """Whether ``backend`` computes ``operation``: every backend the scatter, and each
+    other operation only a backend that has its method (contract sections 10 and 14)."""
+    return callable(getattr(backend, operation, None))
 
 
 @dataclass(frozen=True)
@@ -59,13 +86,8 @@ def _expected(case: ConformanceCase) -> tuple[Any, Any]:
     gather: it computes nothing)."""
     key = (case.operation, case.name)
     if key not in _oracle_results:
-        if isinstance(case, GatherCase):
-            answer = reference_gather_elements(case.data, case.indices, axis=case.axis)
-            _oracle_results[key] = answer, False
-        else:
-            _oracle_results[key] = reference_with_free_nans(
-                case.data, case.indices, case.updates, axis=case.axis, reduction=case.reduction
-            )
+        oracle = _ORACLES[case.operation]
+        _oracle_results[key] = oracle(*case.arrays, **case.kwargs())
     return _oracle_results[key]
 
 
@@ -96,8 +118,11 @@ def _declined(backend: Backend, case: ConformanceCase, exc: BackendError) -> Out
     key = case.dtype_key
     served = None if key is None else backend.capabilities.get(key)
     # A gather has no reduction: a dtype served for any reduction is served for a gather.
-    what = "gather_elements" if isinstance(case, GatherCase) else case.reduction
-    if served and (isinstance(case, GatherCase) or case.reduction in served):
+    reduction = case.kwargs().get("reduction")
+    # "float16 add" for a scatter_elements, as ever; the other operations named.
+    named = [] if case.operation == "scatter_elements" else [case.operation]
+    what = " ".join([*named, *([] if reduction is None else [str(reduction)])])
+    if served and (reduction is None or reduction in served):
         why = f"declined a call its capabilities advertise: {exc}"
         return Outcome("failed", why)
     return Outcome("skipped", f"{backend.name} declines {key} {what}")
@@ -128,7 +153,7 @@ def _call(
     arrays: tuple[Any, ...],
     to_numpy: Callable[[Any], Any],
 ) -> tuple[Any, Outcome | None]:
-    operation = _OPERATIONS[case.operation]
+    operation = OPERATIONS[case.operation]
     try:
         result = operation(*arrays, backend=backend.name, **case.kwargs())
         if case.error is not None:
@@ -206,8 +231,8 @@ def _run_arrays(
 ) -> _Run | Outcome:
     """The case's arrays for this run, how to read them back and how to check the result's
     type; or why the case cannot run so."""
-    if isinstance(case, GatherCase) and not isinstance(backend, GathersElements):
-        return Outcome("skipped", f"{backend.name} has no gather_elements")
+    if not has_operation(backend, case.operation):
+        return Outcome("skipped", f"{backend.name} has no {case.operation}")
     if adapter is not None:
         made = _library_arrays(backend, case, adapter)
         if isinstance(made, Outcome):
@@ -232,8 +257,9 @@ def run_case(backend_name: str, case: ConformanceCase, library: str | None = Non
     ----------
     backend_name : str
         A registered backend.
-    case : Case or GatherCase
-        The case: a call of ``scatter_elements`` or of ``gather_elements``.
+    case : Case, GatherCase, ScatterNDCase or GatherNDCase
+        The case: a call of ``scatter_elements``, ``gather_elements``, ``scatter_nd`` or
+        ``gather_nd``.
     library : str, optional
         An array library of ``scatterx.testing.LIBRARIES`` (``"torch"``, ``"jax"``,
         ``"array_api_strict"``): the case's arrays are made in it, on the device the
@@ -247,7 +273,8 @@ def run_case(backend_name: str, case: ConformanceCase, library: str | None = Non
         Passed, failed or skipped, with why. Skipped, with ``unavailable`` set, when the
         backend is unavailable; with ``library_unavailable`` set when the library is not
         installed or lacks the backend's device here (torch without CUDA); skipped too
-        when the backend has no ``gather_elements`` (for a gather), when the backend or the
+        when the backend lacks the case's operation (``gather_elements``, ``scatter_nd``,
+        ``gather_nd``), when the backend or the
         library cannot hold the case's arrays, when the library never has arrays on the
         backend's device (array-api-strict on a GPU), or when a case that mixes NumPy
         arrays with the run's finds NumPy arrays there.

@@ -1,5 +1,5 @@
 """The conformance suite as pytest tests: every registered backend x array library x case,
-of ``scatter_elements`` and of ``gather_elements``.
+of ``scatter_elements``, ``gather_elements``, ``scatter_nd`` and ``gather_nd``.
 
 Run it from this repository (``tests/test_conformance.py`` imports it) or on any installed
 backend with ``pytest --pyargs scatterx.testing.conformance --require-backend NAME``.
@@ -17,7 +17,8 @@ the test process, so that its rows cover int64, float64 and complex128 too.
 
 Test ids name the backend, then the library (none for native), then the case:
 ``numba-spec-example-1``, ``numba-torch-spec-example-1``, ``numba-gather-onnx-0`` (every
-gather case's name begins with ``gather-``).
+gather case's name begins with ``gather-``, every ND case's with ``scatter-nd-`` or
+``gather-nd-``).
 
 Every case runs through every library: the full cross product, no subset. It is cheap:
 the library rows reuse the JIT signatures that the native rows compile (one xdist group
@@ -26,9 +27,11 @@ cache warm, on 2 shared cores: the conformance file takes 68 s with ``-n 2`` aga
 for the native rows alone (the library rows are ~6600 tests on numpy and numba);
 ``-k torch`` alone takes 15 s on one core. A column that cannot run here (an unavailable
 backend, a library not installed) is one test, ``test_missing_column_is_said``, not one
-skip per case; so are the gather cases of a column whose backend has no ``gather_elements``.
-The gather cases add ~2900 tests on numpy, numba and dask, ~11 s of CPU in all, most
-of it Dask's graphs. The native numba rows cost 5.5 min cold.
+skip per case; so are the cases of an operation a column's backend lacks (only
+``scatter_elements`` is required). The gather cases add ~2900 tests on numpy, numba and
+dask, ~11 s of CPU in all, most of it Dask's graphs. The 336 ND cases add ~3000 tests on
+numpy, numba and dask, ~26 s of CPU on one core (~10 s of it Dask's). The native numba
+rows cost 5.5 min cold.
 
 On a JIT backend (:data:`JIT_BACKENDS`) the cost is compiling: each dtype, reduction,
 strategy, index dtype and data layout that a case meets may be a signature of its own,
@@ -51,9 +54,9 @@ import pytest
 
 from scatterx import backends
 from scatterx._registry import registered
-from scatterx.backend import GathersElements
-from scatterx.testing import ConformanceCase, GatherCase, matrix_cases, run_case
+from scatterx.testing import ConformanceCase, matrix_cases, run_case
 from scatterx.testing._libraries import LIBRARIES, NATIVE, device_for, enable_jax_x64, library
+from scatterx.testing._runner import OPERATIONS, has_operation
 from scatterx.testing.plugin import skip_or_fail, skip_or_fail_library
 
 CASES = matrix_cases()
@@ -117,9 +120,10 @@ Column = tuple[str, str]  # (backend, library or NATIVE)
 
 def _columns(config: pytest.Config) -> tuple[list[Column], list[tuple[Column, str, str]]]:
     """The (backend, library) columns to run, and those that cannot run here: each with
-    why and what is missing (``"backend"`` or ``"library"``; ``"gather_elements"`` for the
-    gather cases of a column whose backend has none), said by one test instead of one skip
-    per case (thousands of skips cost the README's test command seconds)."""
+    why and what is missing (``"backend"`` or ``"library"``; an operation's name, such as
+    ``"gather_nd"``, for its cases in a column whose backend lacks it), said by one test
+    instead of one skip per case (thousands of skips cost the README's test command
+    seconds)."""
     chosen = config.getoption("--scatterx-backend") or BACKENDS
     records = {record.name: record for record in backends()}
     libraries = _chosen_libraries(config)
@@ -139,24 +143,21 @@ def _columns(config: pytest.Config) -> tuple[list[Column], list[tuple[Column, st
                 missing.append(((backend, name), why_library, "library"))
             else:
                 runs.append((backend, name))
-                if not _gathers(backend):
-                    why = f"{backend} has no gather_elements"
-                    missing.append(((backend, name), why, "gather_elements"))
+                missing.extend(
+                    ((backend, name), f"{backend} has no {operation}", operation)
+                    for operation in _lacks(backend)
+                )
     return runs, missing
 
 
-def _gathers(backend: str) -> bool:
-    """Whether the backend named computes ``gather_elements``."""
-    return isinstance(registered()[backend], GathersElements)
-
-
-def _runs_on(backend: str, case: ConformanceCase) -> bool:
-    return not isinstance(case, GatherCase) or _gathers(backend)
+def _lacks(backend: str) -> list[str]:
+    """The operations of the matrix that the backend named does not compute."""
+    return [op for op in OPERATIONS if not has_operation(registered()[backend], op)]
 
 
 def _missing_id(missing: tuple[Column, str, str]) -> str:
     column, _, what = missing
-    return "-".join([*column, what] if what == "gather_elements" else column)
+    return "-".join(column if what in ("backend", "library") else [*column, what])
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -168,11 +169,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             # made: without x64 JAX would turn int64, float64 and complex128 data into
             # 32-bit types (the JAX adapter skips those cases rather than let it).
             enable_jax_x64()
+        lacking = {backend: _lacks(backend) for backend, _ in runs}
         params = [
             _param(backend, name, case)
             for backend, name in runs
             for case in CASES
-            if _runs_on(backend, case)
+            if case.operation not in lacking[backend]
         ]
         metafunc.parametrize(("conformance_backend", "conformance_library", "case"), params)
     elif "missing_column" in metafunc.fixturenames:
@@ -182,12 +184,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def test_missing_column_is_said(missing_column: tuple[Column, str, str], pytestconfig: Any) -> None:
     """A backend or library missing here: skipped once per column with why, or failed
-    where it is required; a backend without gather_elements (which the contract lets a
-    backend lack): skipped once per column."""
+    where it is required; a backend without an operation other than scatter_elements
+    (which the contract lets a backend lack): skipped once per column and operation."""
     (backend, name), reason, what = missing_column
-    if what == "gather_elements":
-        count = sum(isinstance(case, GatherCase) for case in CASES)
-        pytest.skip(f"{reason} ({count} gather cases)")
+    if what in OPERATIONS:
+        count = sum(case.operation == what for case in CASES)
+        pytest.skip(f"{reason} ({count} {what} cases)")
     if what == "backend":
         skip_or_fail(pytestconfig, backend, f"{reason} ({len(CASES)} cases)")
     skip_or_fail_library(pytestconfig, name, f"{reason} ({len(CASES)} cases)")
