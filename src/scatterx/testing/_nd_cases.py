@@ -41,8 +41,8 @@ class ScatterNDCase(BaseCase):
 
     @property
     def signature(self) -> str:
-        """What a JIT backend compiles for the case: ``"<dtype key>-<reduction>"`` (a
-        backend may run it on its ScatterElements kernels)."""
+        """What a JIT backend compiles for the case: ``"<dtype key>-<reduction>"``."""
+        # A JIT backend may run it on its ScatterElements kernels: the same signature.
         return f"{self.dtype_key}-{self.reduction}"
 
 
