@@ -145,23 +145,26 @@ def gather_nd_vjp(
     rules: Rules, g: Array, shape: tuple[int, ...], indices: Array, batch_dims: int
 ) -> Array:
     """The gradient of ``data`` (of ``shape``) in ``gather_nd(data, indices, batch_dims)``:
-    each element of ``g`` added, in C order, to the element it was read from. A batch is
-    folded into the rows: one more index, the batch's position, before each row's."""
-    xp, nd = rules.xp, _nd(rules)
-    zeros = xp.zeros(shape, dtype=g.dtype, device=rules.device(g))
-    if not batch_dims:
-        return nd.scatter_nd(zeros, indices, g, reduction="add")
-    batch = math.prod(shape[:batch_dims])
-    rows = tuple(indices.shape[batch_dims:-1])
-    folded = xp.reshape(indices, (batch, *rows, indices.shape[-1]))
-    positions = xp.arange(batch, dtype=indices.dtype, device=rules.device(indices))
-    positions = xp.reshape(positions, (batch, *(1 for _ in rows), 1))
-    positions = xp.broadcast_to(positions, (batch, *rows, 1))
-    folded = xp.concat((positions, folded), axis=-1)
-    flat = (batch, *shape[batch_dims:])
-    g = xp.reshape(g, (batch, *g.shape[batch_dims:]))
-    summed = nd.scatter_nd(xp.reshape(zeros, flat), folded, g, reduction="add")
-    return xp.reshape(summed, shape)
+    each element of ``g`` added, in C order, to the element it was read from."""
+    zeros = rules.xp.zeros(shape, dtype=g.dtype, device=rules.device(g))
+    folded = fold_batch(rules.xp, indices, batch_dims, rules.device(indices))
+    return _nd(rules).scatter_nd(zeros, folded, g, reduction="add")
+
+
+def fold_batch(xp: Any, indices: Array, batch: int, device: Any) -> Array:
+    """``indices`` whose first ``batch`` dimensions pair with those of the data they
+    index (GatherND's ``batch_dims``, vmap's batch), made rows of plain ScatterND or
+    GatherND indices: each row gets its batch's position in front, one index per batch
+    dimension, in the indices' dtype (a position is below a dimension's size)."""
+    if not batch:
+        return indices
+    rows = tuple(indices.shape[:-1])
+    columns = []
+    for dim in range(batch):
+        position = xp.arange(rows[dim], dtype=indices.dtype, device=device)
+        placed = (*(1 for _ in rows[:dim]), rows[dim], *(1 for _ in rows[dim + 1 :]), 1)
+        columns.append(xp.broadcast_to(xp.reshape(position, placed), (*rows, 1)))
+    return xp.concat((*columns, indices), axis=-1)
 
 
 def scatter_nd_vjp(

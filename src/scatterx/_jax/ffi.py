@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._request import ElementsRequest, GatherRequest, Request
+from .._request import Request
 
 TARGET = "scatterx_run"
 ROUTE = (
@@ -131,20 +131,18 @@ def _register() -> str | None:
     return None
 
 
-def key(request: ElementsRequest, choice: Any, run: Run) -> int:
+def key(request: Request, choice: Any, run: Run) -> int:
     """The key of the traced call's entry: one per kind of call and choice, kept for the
     process (a compiled function may run at any time)."""
     dtypes = tuple(np.dtype(a.dtype) for a in request.arrays)
     result = dtypes[0]
-    reduction = None if isinstance(request, GatherRequest) else request.reduction
-    shapes = (request.shape, request.index_shape)
-    kind = (type(request), shapes, dtypes, request.axis, reduction, choice)
+    shapes = (request.shape, request.index_shape)  # an updates' shape follows from them
+    kind = (type(request), shapes, dtypes, request.settings, choice)
     with _LOCK:
         found = _KEYS.get(kind)
         if found is None:
             found = _KEYS[kind] = len(_ENTRIES)
-            rank = len(request.index_shape if isinstance(request, GatherRequest) else request.shape)
-            _ENTRIES.append(_Entry((*dtypes, result), rank, run))
+            _ENTRIES.append(_Entry((*dtypes, result), len(request.result_shape), run))
     return found
 
 

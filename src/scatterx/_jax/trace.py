@@ -1,16 +1,18 @@
 """JAX traces: inside ``jax.jit``, ``jax.vmap`` or ``jax.grad`` a call runs on XLA's buffers.
 
 A traced value has a shape and a dtype but no buffer, so the call is checked (contract
-sections 4 and 10) and its backend chosen at trace time, on stand-in NumPy arrays of the
+sections 4, 10 and 14) and its backend chosen at trace time, on stand-in NumPy arrays of the
 same metadata, and computed when the traced function runs: on the CPU by the XLA FFI
 target of :mod:`scatterx._jax.ffi`, which runs the pipeline on views of XLA's own
 buffers; elsewhere, and for what the target does not serve, by ``jax.pure_callback`` on
 the host: JAX hands the callback NumPy arrays and takes its NumPy result back.
 
 Under ``jax.vmap`` the callback gets every argument with the batch dimensions in front
-(``vmap_method="broadcast_all"``), and one call along the shifted axis does the whole
-batch: batch coordinates, like every coordinate but the axis, are kept. An index out of
-bounds raises the error of the call of that batch element alone, its element named.
+(``vmap_method="broadcast_all"``), and one call does the whole batch: ScatterElements and
+GatherElements along the shifted axis (batch coordinates, like every coordinate but the
+axis, are kept), GatherND with ``batch_dims`` grown by the batch, ScatterND with each
+index row given its batch's position in front. An index out of bounds raises the error
+of the call of that batch element alone, its element named.
 
 Each traced call is a ``jax.custom_vjp`` function: its gradient (contract section 9) is
 made of scatterx calls and ``jax.numpy``, by :mod:`scatterx._gradients`, so ``jax.grad`` of a
@@ -20,16 +22,24 @@ gradient works too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._check import OPERATIONS, derive, unhosted
+from .._check import GATHER_ND, OPERATIONS, SCATTER_ND, derive, unhosted
 from .._config import Configured
 from .._errors import out_of_bounds_error
-from .._gradients import Calls, Rules, gather_vjp, scatter_vjp
+from .._gradients import (
+    Calls,
+    Rules,
+    fold_batch,
+    gather_nd_vjp,
+    gather_vjp,
+    scatter_nd_vjp,
+    scatter_vjp,
+)
 from .._plan import Decision, decide, explain_plan
-from .._request import ElementsRequest, GatherRequest, Request, ScatterRequest
+from .._request import GatherNDRequest, GatherRequest, Request, ScatterNDRequest, ScatterRequest
 from .._results import results_into
 from .._run import run
 from ..libraries.base import NUMPY, TRACED
@@ -57,6 +67,9 @@ def explain_traced(request: Request, backend: Any) -> Decision:
 #: dimensions (in front), the arrays.
 Host = Callable[..., Any]
 
+#: The operations JAX's traces serve (torch's hosts have their own, ``_check.HOSTED``).
+SERVED = frozenset(("scatter_elements", "gather_elements", "scatter_nd", "gather_nd"))
+
 
 def traced(request: Request, choice: Configured) -> Any:
     """The traced result of a call of traced JAX values: a differentiable call of the FFI
@@ -67,31 +80,58 @@ def traced(request: Request, choice: Configured) -> Any:
     the pipeline on the host's arrays with the choice in force now (``use_backend`` and
     the rest), whatever is in force when the traced function runs.
     """
-    if not isinstance(request, (ScatterRequest, GatherRequest)):
+    if request.operation not in SERVED:
         raise unhosted(request.operation, "under a JAX transform (jit, vmap, grad)")
     if choice.names is not None:
         decide(stand_in(request), choice)
     lowered = _Lowered(_on_host(request), choice, request)
-    calls = Calls(choice, request, _gradient_run)
-    if isinstance(request, GatherRequest):
-        return _gather(request.axis, calls, request.shape, lowered)(*request.arrays)
-    return _scatter(request.axis, request.reduction, calls, lowered)(*request.arrays)
+    rules = _rules(Calls(choice, request, _gradient_run))
+    if isinstance(request, (GatherRequest, GatherNDRequest)):
+        return _gather(_gather_rule(request, rules), lowered)(*request.arrays)
+    return _scatter(_scatter_rule(request, rules), request.reduction, lowered)(*request.arrays)
 
 
 def _on_host(request: Request) -> Host:
     """The run of the host's arrays of a traced call (the FFI target's views of XLA's
     buffers, or the callback's NumPy arrays): they have the traced values' metadata,
     checked at trace time. Under ``jax.vmap`` (its batch dimensions in front) they make
-    the request of the batch, along the shifted axis, checked by nothing again."""
-    operation = OPERATIONS[request.operation]
-    reduction = getattr(request, "reduction", None)
+    the request of the batch (:func:`_batched`), checked by nothing again."""
 
     def host(choice: Configured, batch: int, *arrays: Any) -> Any:
         if batch == 0:
             return run(request.with_arrays(arrays, NUMPY, "cpu"), choice)
-        return run(derive(operation, request, arrays, request.axis + batch, reduction), choice)
+        return run(_batched(request, batch, arrays), choice)
 
     return host
+
+
+def _batched(request: Request, batch: int, arrays: tuple[Any, ...]) -> Request:
+    """The one request of a vmap batch: ``arrays`` have ``batch`` dimensions in front."""
+    if isinstance(request, ScatterNDRequest):
+        data, indices, updates = arrays
+        rows = (data, fold_batch(np, indices, batch, None), updates)
+        return derive(SCATTER_ND, request, rows, 0, request.reduction)
+    if isinstance(request, GatherNDRequest):
+        return derive(GATHER_ND, request, arrays, request.batch_dims + batch)
+    operation = OPERATIONS[request.operation]
+    reduction = getattr(request, "reduction", None)
+    return derive(operation, request, arrays, request.axis + batch, reduction)
+
+
+class _Columns(NamedTuple):
+    """What index values are checked against, per column of an index row (one column for
+    the elements operations): the dimension of ``data`` indexed, and its size."""
+
+    axes: tuple[int, ...]
+    sizes: tuple[int, ...]
+
+
+def _columns(request: Request) -> _Columns:
+    if isinstance(request, (ScatterRequest, GatherRequest)):
+        return _Columns((request.axis,), (request.axis_size,))
+    first = request.batch_dims if isinstance(request, GatherNDRequest) else 0
+    axes = tuple(range(first, first + request.depth))
+    return _Columns(axes, tuple(int(request.data.shape[a]) for a in axes))
 
 
 def _gradient_run(request: Request, choice: Configured) -> Any:
@@ -106,12 +146,19 @@ class _Lowered:
     """The computation of a traced call: the FFI target's call on the CPU where it serves
     the call, else (and on other platforms) the host callback."""
 
-    def __init__(self, host: Host, choice: Configured, request: ElementsRequest) -> None:
-        unbatched = _Unbatched(host, choice, request.axis)
+    def __init__(self, host: Host, choice: Configured, request: Request) -> None:
+        unbatched = _Unbatched(host, choice, _columns(request))
         self.callback = _host(unbatched, request.data.ndim)
+        self.shape = request.result_shape  # unbatched: vmap's dimensions come in front
         self.key: int | None = None
         if _jax_ffi.serves(request) is None:
             self.key = _jax_ffi.key(request, choice, _ffi_run(unbatched))
+
+    def result(self, dtype: Any) -> Any:
+        """The traced call's result, a shape and ``dtype``."""
+        import jax
+
+        return jax.ShapeDtypeStruct(self.shape, dtype)  # type: ignore[no-untyped-call]
 
     def __call__(self, result: Any, *arrays: Any) -> Any:
         import jax
@@ -132,10 +179,10 @@ class _Unbatched:
     names what the user wrote: the axis, the position in one element's indices, and which
     element (contract section 12), as the call of that element alone would."""
 
-    def __init__(self, host: Host, choice: Configured, axis: int) -> None:
+    def __init__(self, host: Host, choice: Configured, columns: _Columns) -> None:
         self.host = host
         self.choice = choice
-        self.axis = axis  # the user's, non-negative: the batched call's is shifted
+        self.columns = columns  # the user's: the batched call's axes are shifted
 
     def __call__(self, batch: int, *arrays: Any) -> Any:
         try:
@@ -143,20 +190,22 @@ class _Unbatched:
         except IndexError:
             if batch == 0:
                 raise
-            error = _in_batch_element(batch, self.axis, arrays[0], arrays[1])
+            error = _in_batch_element(batch, self.columns, arrays[1])
             if error is None:  # not an index out of bounds: as it came
                 raise
             raise error from None
 
 
-def _in_batch_element(batch: int, axis: int, data: Any, indices: Any) -> IndexError | None:
+def _in_batch_element(batch: int, columns: _Columns, indices: Any) -> IndexError | None:
     """The eager call's IndexError for the first bad index of the batched ``indices``, in
     C order (so in the first batch element that has one), and that element's place."""
-    size = data.shape[batch + axis]
-    bad = (indices < -size) | (indices >= size)
+    sizes = np.broadcast_to(np.asarray(columns.sizes), indices.shape)
+    bad = (indices < -sizes) | (indices >= sizes)
     if not bad.any():
         return None
     position = tuple(int(p) for p in np.unravel_index(int(np.argmax(bad)), bad.shape))
+    column = position[-1] % len(columns.axes)  # 0 where one column serves every index
+    axis, size = columns.axes[column], columns.sizes[column]
     error = out_of_bounds_error(int(indices[position]), position[batch:], axis, size)
     element = position[0] if batch == 1 else position[:batch]
     msg = f"{error} (in batch element {element})"
@@ -189,13 +238,41 @@ def _host(run_host: _Unbatched, rank: int) -> Any:
     return run
 
 
-def _scatter(axis: int, reduction: str, calls: Any, lowered: _Lowered) -> Any:
+#: A scatter's gradient rule: (g, data, indices, updates, out) -> (d data, d updates).
+ScatterRule = Callable[..., tuple[Any, Any]]
+#: A gather's gradient rule: (g, indices) -> d data.
+GatherRule = Callable[[Any, Any], Any]
+
+
+def _scatter_rule(request: ScatterRequest | ScatterNDRequest, rules: Rules) -> ScatterRule:
+    """The gradient of a traced scatter (contract section 9; ScatterND: none and add)."""
+    reduction = request.reduction
+    if isinstance(request, ScatterNDRequest):
+        return lambda g, data, indices, updates, out: scatter_nd_vjp(rules, g, indices, reduction)
+    axis = request.axis
+
+    def rule(g: Any, data: Any, indices: Any, updates: Any, out: Any) -> tuple[Any, Any]:
+        return scatter_vjp(rules, g, data, indices, updates, out, axis, reduction)
+
+    return rule
+
+
+def _gather_rule(request: GatherRequest | GatherNDRequest, rules: Rules) -> GatherRule:
+    """The gradient of a traced gather: ``g`` added into zeros of data's shape."""
+    shape = request.shape
+    if isinstance(request, GatherNDRequest):
+        batch_dims = request.batch_dims
+        return lambda g, indices: gather_nd_vjp(rules, g, shape, indices, batch_dims)
+    axis = request.axis
+    return lambda g, indices: gather_vjp(rules, g, shape, indices, axis)
+
+
+def _scatter(rule: ScatterRule, reduction: str, lowered: _Lowered) -> Any:
     import jax
 
     @jax.custom_vjp
     def scatter(data: Any, indices: Any, updates: Any) -> Any:
-        shape = jax.ShapeDtypeStruct(data.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return lowered(shape, data, indices, updates)
+        return lowered(lowered.result(data.dtype), data, indices, updates)
 
     def forward(data: Any, indices: Any, updates: Any) -> Any:
         out = scatter(data, indices, updates)
@@ -206,24 +283,20 @@ def _scatter(axis: int, reduction: str, calls: Any, lowered: _Lowered) -> Any:
     def backward(saved: Any, g: Any) -> Any:
         import jax.numpy as jnp
 
-        data, indices, updates, out = saved
-        g = jnp.asarray(g)  # a cotangent may come as a NumPy array (jax.test_util does that)
-        d_data, d_updates = scatter_vjp(
-            _rules(calls), g, data, indices, updates, out, axis, reduction
-        )
+        # A cotangent may come as a NumPy array (jax.test_util does that).
+        d_data, d_updates = rule(jnp.asarray(g), *saved)
         return d_data, None, d_updates
 
     scatter.defvjp(forward, backward)
     return scatter
 
 
-def _gather(axis: int, calls: Any, shape: tuple[int, ...], lowered: _Lowered) -> Any:
+def _gather(rule: GatherRule, lowered: _Lowered) -> Any:
     import jax
 
     @jax.custom_vjp
     def gather(data: Any, indices: Any) -> Any:
-        result = jax.ShapeDtypeStruct(indices.shape, data.dtype)  # type: ignore[no-untyped-call]
-        return lowered(result, data, indices)
+        return lowered(lowered.result(data.dtype), data, indices)
 
     def forward(data: Any, indices: Any) -> Any:
         return gather(data, indices), indices  # data's shape is known: not a residual
@@ -231,7 +304,7 @@ def _gather(axis: int, calls: Any, shape: tuple[int, ...], lowered: _Lowered) ->
     def backward(indices: Any, g: Any) -> Any:
         import jax.numpy as jnp
 
-        return gather_vjp(_rules(calls), jnp.asarray(g), shape, indices, axis), None
+        return rule(jnp.asarray(g), indices), None
 
     gather.defvjp(forward, backward)
     return gather
@@ -247,4 +320,6 @@ def _rules(calls: Calls) -> Rules:
         gather=calls.gather,
         conjugate=False,  # JAX's cotangents of holomorphic functions are not conjugated
         device=lambda array: None,  # traced values have no device: JAX places the result
+        scatter_nd=calls.scatter_nd,
+        gather_nd=calls.gather_nd,
     )
