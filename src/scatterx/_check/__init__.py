@@ -209,20 +209,6 @@ def check(
     return _checked_request(operation, arrays, axis, reduction, out)
 
 
-#: The operations that torch's operators, autograd and JAX's traces take (the others run
-#: eagerly only, for now: contract section 14).
-HOSTED = ("scatter_elements", "gather_elements")
-
-
-def unhosted(name: str, where: str) -> TypeError:
-    """The TypeError of an operation ``name`` that reaches a host that does not take it."""
-    return TypeError(
-        f"scatterx.{name} does not run {where} yet: call it on arrays that no "
-        "transform traces or records (eagerly, on detached tensors or under "
-        "torch.no_grad())"
-    )
-
-
 def normalise(
     data: Any, indices: Any, updates: Any, axis: Any, reduction: Any, out: Any = None
 ) -> ScatterRequest:
@@ -379,16 +365,19 @@ def _general(operation: Operation, arrays: tuple[Any, ...], axis: Any, reduction
     return operation.make(arrays, checked_axis, reduction, array_type, dtype_key, device, key)
 
 
-def for_operators(roles: dict[str, Any], axis: Any, reduction: Any = "none") -> Any:
+def for_operators(
+    operation: Operation, roles: dict[str, Any], axis: Any, reduction: Any = "none"
+) -> Any:
     """``axis`` as torch's operators take it, once a call that goes to them (under
     ``torch.compile``, ``torch.export``, ``torch.func``) passes the eager call's checks
     that the operators' schema would make otherwise (a NumPy integer axis refused, True
     taken as 1, errors of its own) or not at all (a NumPy array beside tensors): the same
     errors as eagerly. ``roles``: the call's arrays, ``out`` None where not given; a
-    SymInt axis passes as it is."""
+    SymInt axis passes as it is. ``axis``: the operation's integer argument (its
+    ``batch_dims`` for a GatherND, None for a ScatterND)."""
     torch = sys.modules["torch"]
     arrays = {role: array for role, array in roles.items() if array is not None}
     if not all(isinstance(array, torch.Tensor) for array in arrays.values()):
         check_same_library(arrays)  # raises the eager call's TypeError
     check_reduction(reduction)
-    return axis if isinstance(axis, torch.SymInt) else check_axis_type(axis)
+    return axis if isinstance(axis, torch.SymInt) else operation.scalar(axis)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._check import GATHER_ND, OPERATIONS, SCATTER_ND, derive, unhosted
+from .._check import GATHER_ND, OPERATIONS, SCATTER_ND, derive
 from .._config import Configured
 from .._errors import out_of_bounds_error
 from .._gradients import (
@@ -67,9 +67,6 @@ def explain_traced(request: Request, backend: Any) -> Decision:
 #: dimensions (in front), the arrays.
 Host = Callable[..., Any]
 
-#: The operations JAX's traces serve (torch's hosts have their own, ``_check.HOSTED``).
-SERVED = frozenset(("scatter_elements", "gather_elements", "scatter_nd", "gather_nd"))
-
 
 def traced(request: Request, choice: Configured) -> Any:
     """The traced result of a call of traced JAX values: a differentiable call of the FFI
@@ -80,8 +77,6 @@ def traced(request: Request, choice: Configured) -> Any:
     the pipeline on the host's arrays with the choice in force now (``use_backend`` and
     the rest), whatever is in force when the traced function runs.
     """
-    if request.operation not in SERVED:
-        raise unhosted(request.operation, "under a JAX transform (jit, vmap, grad)")
     if choice.names is not None:
         decide(stand_in(request), choice)
     lowered = _Lowered(_on_host(request), choice, request)

@@ -15,14 +15,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from .._check import OPERATIONS, unhosted
+from .._check import OPERATIONS
 from .._config import Configured
-from .._gradients import Calls, Rules, gather_vjp, scatter_vjp
+from .._gradients import Calls, Rules, gather_nd_vjp, gather_vjp, scatter_nd_vjp, scatter_vjp
 from .._once import Once
-from .._request import GatherRequest, Request, ScatterRequest
+from .._request import GatherNDRequest, GatherRequest, Request, ScatterNDRequest, ScatterRequest
 from .._run import run
 from ..libraries import library_of
 from .ops import call
+from .rules import FUNCTIONS
 
 
 def recorded(request: Request, out: Any, choice: Configured) -> Any:
@@ -40,9 +41,7 @@ def recorded(request: Request, out: Any, choice: Configured) -> Any:
         raise TypeError(msg)
     if not torch.is_grad_enabled():
         return run(detached(request), choice, out, request.data)
-    if not isinstance(request, (ScatterRequest, GatherRequest)):
-        raise unhosted(request.operation, "where autograd records it (a tensor requires grad)")
-    function = _functions().Gather if isinstance(request, GatherRequest) else _functions().Scatter
+    function = getattr(_functions(), FUNCTIONS[request.operation])
     return function.apply(request, choice, *request.arrays)
 
 
@@ -68,7 +67,8 @@ def _backward_run(request: Request, choice: Configured) -> Any:
     if library is not None and library.traced(request.arrays):  # batched gradients
         operation = OPERATIONS[request.operation]
         reduction = getattr(request, "reduction", None)
-        return call(operation, request.arrays, request.axis, reduction, None, choice)
+        argument = getattr(request, "batch_dims", getattr(request, "axis", None))
+        return call(operation, request.arrays, argument, reduction, None, choice)
     if library is not None and library.records(request):
         return recorded(request, None, choice)
     return run(request, choice)
@@ -85,6 +85,8 @@ def _rules(calls: Calls) -> Rules:
         gather=calls.gather,
         conjugate=True,  # torch's gradients of complex functions are conjugated
         device=lambda array: array.device,
+        scatter_nd=calls.scatter_nd,
+        gather_nd=calls.gather_nd,
     )
 
 
@@ -152,7 +154,52 @@ def _define() -> Any:
             d_data = gather_vjp(_rules(ctx.backend), g.contiguous(), ctx.shape, indices, ctx.axis)
             return None, None, d_data, None
 
-    return SimpleNamespace(Scatter=Scatter, Gather=Gather)
+    class ScatterND(torch.autograd.Function):
+        """scatter_nd, with the gradients of ``add`` and ``none``."""
+
+        @staticmethod
+        def forward(
+            ctx: Any,
+            request: ScatterNDRequest,
+            choice: Configured,
+            data: Any,
+            indices: Any,
+            updates: Any,
+        ) -> Any:
+            ctx.reduction, ctx.backend = request.reduction, Calls(choice, request, _backward_run)
+            ctx.save_for_backward(indices)
+            return run(detached(request), choice)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (indices,) = ctx.saved_tensors
+            wanted = (ctx.needs_input_grad[2], ctx.needs_input_grad[4])
+            rules = _rules(ctx.backend)
+            d_data, d_updates = scatter_nd_vjp(
+                rules, g.contiguous(), indices, ctx.reduction, wanted
+            )
+            return None, None, d_data, None, d_updates
+
+    class GatherND(torch.autograd.Function):
+        """gather_nd, whose gradient adds ``g`` back in C order."""
+
+        @staticmethod
+        def forward(
+            ctx: Any, request: GatherNDRequest, choice: Configured, data: Any, indices: Any
+        ) -> Any:
+            ctx.batch_dims, ctx.shape = request.batch_dims, tuple(data.shape)
+            ctx.backend = Calls(choice, request, _backward_run)
+            ctx.save_for_backward(indices)
+            return run(detached(request), choice)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (indices,) = ctx.saved_tensors
+            rules = _rules(ctx.backend)
+            d_data = gather_nd_vjp(rules, g.contiguous(), ctx.shape, indices, ctx.batch_dims)
+            return None, None, d_data, None
+
+    return SimpleNamespace(Scatter=Scatter, Gather=Gather, ScatterND=ScatterND, GatherND=GatherND)
 
 
 #: The autograd Functions, defined on first use (importing scatterx loads no torch).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._check import GATHER, Operation
+from .._check import GATHER, GATHER_ND, Operation
 from .._check.out import check_out
 
 Tensor = Any
@@ -27,8 +27,18 @@ def check_exported(
     operation.shapes(shapes, axis)
     if out is None:
         return
-    check_out(out, arrays[0], shapes[operation.roles.index(operation.result)], operation.result)
+    shape = result_shape(operation, shapes, axis)
+    check_out(out, arrays[0], shape, operation.result)
     _refuse_overlap(operation, dict(zip(operation.roles, arrays, strict=True)), out)
+
+
+def result_shape(operation: Operation, shapes: tuple[Any, ...], argument: Any) -> tuple[Any, ...]:
+    """The shape of the operation's result, from its arrays' shapes and its integer
+    argument (a GatherND's ``batch_dims``)."""
+    if operation is GATHER_ND:
+        indices = shapes[1]
+        return (*indices[:-1], *shapes[0][argument + indices[-1] :])
+    return tuple(shapes[1] if operation is GATHER else shapes[0])
 
 
 def _viewed(tensor: Tensor) -> Tensor:

@@ -17,19 +17,34 @@ write with them.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from .._check import GATHER, SCATTER, Operation
-from .checks import check_exported
+from .._check import OPERATIONS, Operation
+from .checks import check_exported, result_shape
 
 Tensor = Any
 
-# The ONNX opset from which ScatterElements has each reduction; GatherElements: 11.
-MIN_OPSET = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}
-GATHER_OPSET = 11
+
+class Node(NamedTuple):
+    """The ONNX node of one operation."""
+
+    op_type: str
+    version: int  # the one the dynamo exporter's node names
+    setting: str | None  # the attribute of the integer argument
+    opsets: dict[str, int]  # the first opset of each reduction ("none": of the node)
+
+
+_REDUCTIONS = {"none": 11, "add": 16, "mul": 16, "max": 18, "min": 18}
+NODES = {
+    "scatter_elements": Node("ScatterElements", 18, "axis", _REDUCTIONS),
+    "gather_elements": Node("GatherElements", 13, "axis", {"none": 11}),
+    "scatter_nd": Node("ScatterND", 18, None, _REDUCTIONS),
+    "gather_nd": Node("GatherND", 13, "batch_dims", {"none": 11}),
+}
 
 _registered = False
 _registering = threading.Lock()
@@ -99,31 +114,28 @@ def _symbolic(
     torch: Any, operation: Operation, arrays: tuple[Tensor, ...], axis: Any, reduction: Any
 ) -> Tensor:
     """The standard node, as ``torch.onnx.export(..., dynamo=True)`` takes it."""
-    data, indices = arrays[0], arrays[1]
-    if operation is GATHER:
-        return torch.onnx.ops.symbolic(
-            "GatherElements",
-            arrays,
-            {"axis": axis},
-            dtype=data.dtype,
-            shape=indices.shape,
-            version=13,
-        )
+    node = NODES[operation.name]
+    attributes = {} if node.setting is None else {node.setting: axis}
+    if operation.reduces:
+        attributes["reduction"] = reduction
+    shapes = tuple(tuple(array.shape) for array in arrays)
     return torch.onnx.ops.symbolic(
-        "ScatterElements",
+        node.op_type,
         arrays,
-        {"axis": axis, "reduction": reduction},
-        dtype=data.dtype,
-        shape=data.shape,
-        version=18,
+        attributes,
+        dtype=arrays[0].dtype,
+        shape=result_shape(operation, shapes, axis),
+        version=node.version,
     )
 
 
-def check_opset(opset: int, operation: Operation, reduction: str = "none") -> None:
-    """Raise ValueError naming the opset a node needs where the export asks for less."""
-    needed = GATHER_OPSET if operation is GATHER else MIN_OPSET[reduction]
+def check_opset(opset: int, operation: Operation, reduction: str = "none", batch: int = 0) -> None:
+    """Raise ValueError naming the opset a node needs where the export asks for less
+    (``batch``: a GatherND's ``batch_dims``, an attribute from opset 12)."""
+    node = NODES[operation.name]
+    needed = max(node.opsets[reduction], 12 if batch else 0)
     if opset < needed:
-        what = "GatherElements" if operation is GATHER else f"ScatterElements({reduction!r})"
+        what = node.op_type + (f"({reduction!r})" if operation.reduces else "")
         msg = (
             f"scatterx's {operation.name} exports as the ONNX node {what}, which needs opset "
             f"{needed} or later; this export asks for opset {opset}: pass "
@@ -145,33 +157,43 @@ def _register_script_symbolics() -> None:
 def _register() -> None:
     import torch.onnx
 
-    # Opset 1: every opset reaches them, and an opset below what a node needs is told so.
-    scatter, gather = _script_symbolics(torch.onnx.symbolic_helper.parse_args)
     # Public, and kept out of torch.onnx.__all__ with the rest of the TorchScript exporter.
     register = torch.onnx.register_custom_op_symbolic  # type: ignore[attr-defined]
-    register("scatterx::scatter_elements", scatter, 1)
-    register("scatterx::gather_elements", gather, 1)
+    parse_args = torch.onnx.symbolic_helper.parse_args
+    for name, operation in OPERATIONS.items():
+        # Opset 1: every opset reaches it, and an opset below what a node needs is told so.
+        register(f"scatterx::{name}", _script_symbolic(operation, parse_args), 1)
 
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
-def _script_symbolics(parse_args: Callable[..., Decorator]) -> tuple[Any, Any]:
-    """The TorchScript exporter's translations: the operators' constant arguments read by
-    torch's ``parse_args`` (``v`` a value, ``i`` an int, ``s`` a string)."""
+def _script_symbolic(operation: Operation, parse_args: Callable[..., Decorator]) -> Any:
+    """The TorchScript exporter's translation of the operation's functional operator: its
+    constant arguments read by torch's ``parse_args`` (``v`` a value, ``i`` an int, ``s``
+    a string). An attribute at its default is left out: older opsets lack it."""
+    node = NODES[operation.name]
+    spec = ("v",) * len(operation.roles) + ("i",) * (node.setting is not None)
+    spec += ("s",) * operation.reduces
 
-    @parse_args("v", "v", "v", "i", "s", "v")
-    def scatter(
-        g: Any, data: Any, indices: Any, updates: Any, axis: int, reduction: str, backend: Any
-    ) -> Any:
-        check_opset(g.opset, SCATTER, reduction)
-        if reduction == "none":  # the attribute exists from opset 16 on
-            return g.op("ScatterElements", data, indices, updates, axis_i=axis)
-        return g.op("ScatterElements", data, indices, updates, axis_i=axis, reduction_s=reduction)
+    def symbolic(g: Any, *arguments: Any) -> Any:
+        count = len(operation.roles)
+        values, settings = arguments[:count], arguments[count:-1]
+        setting = settings[0] if node.setting is not None else 0
+        reduction = settings[-1] if operation.reduces else "none"
+        check_opset(g.opset, operation, reduction, setting if node.setting == "batch_dims" else 0)
+        attributes: dict[str, Any] = {}
+        if node.setting == "axis" or setting:
+            attributes[f"{node.setting}_i"] = setting
+        if reduction != "none":  # the attribute exists from opset 16 on
+            attributes["reduction_s"] = reduction
+        return g.op(node.op_type, *values, **attributes)
 
-    @parse_args("v", "v", "i", "v")
-    def gather(g: Any, data: Any, indices: Any, axis: int, backend: Any) -> Any:
-        check_opset(g.opset, GATHER)
-        return g.op("GatherElements", data, indices, axis_i=axis)
-
-    return scatter, gather
+    # parse_args pairs its descriptors with the parameters that the signature names.
+    names = ("g", *operation.roles, *(("setting",) * (node.setting is not None)))
+    names += ("reduction",) * operation.reduces + ("backend",)
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    symbolic.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, kind) for name in names]
+    )
+    return parse_args(*spec, "v")(symbolic)

@@ -25,14 +25,15 @@ import sys
 import threading
 from typing import Any
 
-from .._check import GATHER, HOSTED, SCATTER, Operation, for_operators, unhosted
+from .._check import GATHER_ND, OPERATIONS, SCATTER_ND, Operation, for_operators
 from .._config import Configured, configured
 from .._run import run_arrays
 from ..libraries.memory import refuse_self_overlap
 from ..libraries.torch import compiling, inside
 from . import rules
+from .checks import result_shape
 from .export import exported
-from .rules import Operators
+from .rules import FIELDS, FUNCTIONS, Operators
 
 Tensor = Any
 # Set under _DEFINING, once all four operators exist; read without it on every call (a
@@ -65,38 +66,35 @@ def call(
 ) -> Tensor:
     """A call of tensors that torch traces, through the operators: its arguments checked
     first as the eager call checks them, where the operators' schema would not
-    (:func:`scatterx._check.for_operators`)."""
-    if operation.name not in HOSTED:
-        raise unhosted(operation.name, "where torch traces it (compile, export, torch.func)")
+    (:func:`scatterx._check.for_operators`). ``axis``: the operation's integer argument
+    (``batch_dims`` of a GatherND, None for a ScatterND)."""
     roles = {**dict(zip(operation.roles, arrays, strict=True)), "out": out}
-    axis = for_operators(roles, axis, reduction if operation is SCATTER else "none")
+    axis = for_operators(operation, roles, axis, reduction if operation.reduces else "none")
     ops, name = operators(), _backend_name(backend)
+    functional_name, out_name = FIELDS[operation.name]
+    arguments = (*arrays, *settings(operation, axis, reduction), name)
     if out is not None:
         _refuse_recorded_out(arrays[0], arrays[-1])
 
     def functional() -> Tensor:
-        if operation is GATHER:
-            return ops.gather(*arrays, axis, name)
-        return ops.scatter(*arrays, axis, reduction, name)
+        return getattr(ops, functional_name)(*arguments)
 
     result = exported(operation, arrays, axis, reduction, out, functional)
     if result is not None:
         return result
-    if operation is GATHER:
-        data, indices = arrays
-        if out is not None:
-            ops.gather_out(data, indices, axis, name, out)
-            return out
-        if _transformed():
-            return rules.functions().Gather.apply(data, indices, axis, name)
-        return ops.gather(data, indices, axis, name)
-    data, indices, updates = arrays
     if out is not None:
-        ops.scatter_out(data, indices, updates, axis, reduction, name, out)
+        getattr(ops, out_name)(*arguments, out)
         return out
     if _transformed():
-        return rules.functions().Scatter.apply(data, indices, updates, axis, reduction, name)
-    return ops.scatter(data, indices, updates, axis, reduction, name)
+        return getattr(rules.functions(), FUNCTIONS[operation.name]).apply(*arguments)
+    return functional()
+
+
+def settings(operation: Operation, axis: Any, reduction: Any) -> tuple[Any, ...]:
+    """The operators' arguments after the tensors, but for the backend: ``axis`` (or
+    ``batch_dims``) where the operation takes it, then the reduction where it reduces."""
+    taken = (axis,) if operation is not SCATTER_ND else ()
+    return (*taken, reduction) if operation.reduces else taken
 
 
 def _transformed() -> bool:
@@ -173,86 +171,87 @@ _UNDEFINED = (
 
 
 # The schemas written out: this module's annotations are strings, which torch cannot read.
-_SCATTER = "(Tensor data, Tensor indices, Tensor updates, int axis, str reduction, str? backend)"
-_GATHER = "(Tensor data, Tensor indices, int axis, str? backend)"
-_SCATTER_OUT = f"{_SCATTER[:-1]}, Tensor(a!) out) -> ()"
-_GATHER_OUT = f"{_GATHER[:-1]}, Tensor(a!) out) -> ()"
-_SCATTER += " -> Tensor"
-_GATHER += " -> Tensor"
+_SCHEMAS = {
+    "scatter_elements": "Tensor data, Tensor indices, Tensor updates, int axis, str reduction",
+    "gather_elements": "Tensor data, Tensor indices, int axis",
+    "scatter_nd": "Tensor data, Tensor indices, Tensor updates, str reduction",
+    "gather_nd": "Tensor data, Tensor indices, int batch_dims",
+}
 
 
-def _scatter(
-    data: Tensor,
-    indices: Tensor,
-    updates: Tensor,
-    axis: int,
-    reduction: str,
-    backend: str | None,
-    out: Tensor | None = None,
-) -> Tensor | None:
-    """The body of ``scatterx::scatter_elements`` (a new tensor) and of its ``_out`` form
-    (``out`` written, nothing returned): the pipeline's run on the detached tensors."""
-    arrays = (data.detach(), indices.detach(), updates.detach())
-    result = _run(SCATTER, arrays, axis, reduction, out, backend)
-    return result.contiguous() if out is None else None
+def _body(operation: Operation) -> Any:
+    """The body of the operation's operator (a new tensor) and of its ``_out`` form
+    (``out`` written, nothing returned): the run of the detached tensors below the
+    pipeline, the arguments in the schema's order."""
+    count = len(operation.roles)
+
+    def body(*arguments: Any) -> Tensor | None:
+        arrays = tuple(array.detach() for array in arguments[:count])
+        *taken, backend = arguments[count : count + len(_SETTINGS[operation.name]) + 1]
+        out = arguments[-1] if len(arguments) > count + len(taken) + 1 else None
+        axis, reduction = _unpacked(operation, taken)
+        result = _run(operation, arrays, axis, reduction, out, backend)
+        return result.contiguous() if out is None else None
+
+    return body
 
 
-def _gather(
-    data: Tensor, indices: Tensor, axis: int, backend: str | None, out: Tensor | None = None
-) -> Tensor | None:
-    """The body of ``scatterx::gather_elements`` and of its ``_out`` form."""
-    result = _run(GATHER, (data.detach(), indices.detach()), axis, None, out, backend)
-    return result.contiguous() if out is None else None
+#: The names of each operation's settings in its schema.
+_SETTINGS = {
+    name: tuple(part.split()[1] for part in schema.split(", ") if not part.startswith("Tensor"))
+    for name, schema in _SCHEMAS.items()
+}
 
 
-_NAMES = ("scatter_elements", "gather_elements", "scatter_elements_out", "gather_elements_out")
+def _unpacked(operation: Operation, taken: list[Any]) -> tuple[Any, Any]:
+    """``(axis, reduction)`` of the pipeline from an operator's settings."""
+    axis = None if operation is SCATTER_ND else taken[0]
+    return axis, (taken[-1] if operation.reduces else None)
+
+
+def _fake(operation: Operation) -> Any:
+    """The fake-tensor rule of the operation's operator: an empty result of its shape."""
+
+    def fake(*arguments: Any) -> Tensor:
+        count = len(operation.roles)
+        shapes = tuple(tuple(array.shape) for array in arguments[:count])
+        argument = arguments[count] if operation is GATHER_ND else None
+        return arguments[0].new_empty(result_shape(operation, shapes, argument))
+
+    return fake
+
+
+def _fake_out(*arguments: Any) -> None:
+    """Where dynamo (or export) traces a write into out, the rule of contract section 7 on
+    its fake strides: the eager call's ValueError, before AOTAutograd meets the layout."""
+    out = arguments[-1]
+    refuse_self_overlap(tuple(out.shape), tuple(out.stride()), 1)
 
 
 def _define() -> None:
-    """Define the four operators (under :data:`_DEFINING`, once)."""
+    """Define the operators, two of each operation (under :data:`_DEFINING`, once)."""
     import torch
 
-    library = "scatterx"
-    if all(hasattr(torch.ops.scatterx, name) for name in _NAMES):
+    names = [f"{name}{suffix}" for name in OPERATIONS for suffix in ("", "_out")]
+    if all(hasattr(torch.ops.scatterx, name) for name in names):
         return  # defined already (a reloaded module)
-
-    define = torch.library.custom_op
-    scatter_elements = define(
-        f"{library}::scatter_elements", _scatter, mutates_args=(), schema=_SCATTER
-    )
-    gather_elements = define(
-        f"{library}::gather_elements", _gather, mutates_args=(), schema=_GATHER
-    )
-    out = ("out",)
-    scatter_elements_out = define(
-        f"{library}::scatter_elements_out", _scatter, mutates_args=out, schema=_SCATTER_OUT
-    )
-    gather_elements_out = define(
-        f"{library}::gather_elements_out", _gather, mutates_args=out, schema=_GATHER_OUT
-    )
-
-    @scatter_elements.register_fake
-    def _(data: Tensor, indices: Tensor, updates: Tensor, *rest: Any) -> Tensor:
-        return data.new_empty(data.shape)
-
-    @gather_elements.register_fake
-    def _(data: Tensor, indices: Tensor, *rest: Any) -> Tensor:
-        return data.new_empty(indices.shape)
-
-    # Where dynamo (or export) traces a write into out, the rule of contract section 7 on
-    # its fake strides: the eager call's ValueError, before AOTAutograd meets the layout.
-    @scatter_elements_out.register_fake
-    @gather_elements_out.register_fake
-    def _(*arguments: Any) -> None:
-        out = arguments[-1]
-        refuse_self_overlap(tuple(out.shape), tuple(out.stride()), 1)
-
-    scatter_elements.register_autograd(rules.scatter_backward, setup_context=rules.scatter_context)
-    gather_elements.register_autograd(rules.gather_backward, setup_context=rules.gather_context)
-    scatter_elements.register_vmap(rules.scatter_vmap)
-    gather_elements.register_vmap(rules.gather_vmap)
-    scatter_elements_out.register_vmap(rules.refuse_out_vmap)
-    gather_elements_out.register_vmap(rules.refuse_out_vmap)
+    for name, operation in OPERATIONS.items():
+        schema = f"({_SCHEMAS[name]}, str? backend)"
+        functional = torch.library.custom_op(
+            f"scatterx::{name}", _body(operation), mutates_args=(), schema=f"{schema} -> Tensor"
+        )
+        into = torch.library.custom_op(
+            f"scatterx::{name}_out",
+            _body(operation),
+            mutates_args=("out",),
+            schema=f"{schema[:-1]}, Tensor(a!) out) -> ()",
+        )
+        functional.register_fake(_fake(operation))
+        into.register_fake(_fake_out)
+        context, backward, vmap = rules.RULES[name]
+        functional.register_autograd(backward, setup_context=context)
+        functional.register_vmap(vmap)
+        into.register_vmap(rules.refuse_out_vmap)
 
 
 def _define_if_torch_is_here() -> None:

@@ -14,7 +14,14 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .._gradients import Rules, gather_vjp, scatter_vjp
+from .._gradients import (
+    Rules,
+    fold_batch,
+    gather_nd_vjp,
+    gather_vjp,
+    scatter_nd_vjp,
+    scatter_vjp,
+)
 from .._once import Once
 
 if TYPE_CHECKING:
@@ -30,6 +37,20 @@ class Operators(NamedTuple):
     gather: Any
     scatter_out: Any
     gather_out: Any
+    scatter_nd: Any
+    gather_nd: Any
+    scatter_nd_out: Any
+    gather_nd_out: Any
+
+
+#: Each operation's operator, then its ``out=`` form, by the field names of
+#: :class:`Operators`.
+FIELDS = {
+    "scatter_elements": ("scatter", "scatter_out"),
+    "gather_elements": ("gather", "gather_out"),
+    "scatter_nd": ("scatter_nd", "scatter_nd_out"),
+    "gather_nd": ("gather_nd", "gather_nd_out"),
+}
 
 
 def overloads() -> Operators:
@@ -41,6 +62,10 @@ def overloads() -> Operators:
         found.gather_elements.default,
         found.scatter_elements_out.default,
         found.gather_elements_out.default,
+        found.scatter_nd.default,
+        found.gather_nd.default,
+        found.scatter_nd_out.default,
+        found.gather_nd_out.default,
     )
 
 
@@ -50,8 +75,11 @@ def _rules(backend: str | None, transformed: bool = False) -> Rules:
     import array_api_compat.torch as xp
 
     ops = functions() if transformed else None
-    scatter_op = ops.Scatter.apply if ops else overloads().scatter
-    gather_op = ops.Gather.apply if ops else overloads().gather
+    found = overloads()
+    scatter_op = ops.Scatter.apply if ops else found.scatter
+    gather_op = ops.Gather.apply if ops else found.gather
+    scatter_nd_op = ops.ScatterND.apply if ops else found.scatter_nd
+    gather_nd_op = ops.GatherND.apply if ops else found.gather_nd
 
     def scatter(
         data: Tensor, indices: Tensor, updates: Tensor, *, axis: int, reduction: str
@@ -61,7 +89,13 @@ def _rules(backend: str | None, transformed: bool = False) -> Rules:
     def gather(data: Tensor, indices: Tensor, *, axis: int) -> Tensor:
         return gather_op(data, indices, axis, backend)
 
-    return Rules(xp=xp, scatter=scatter, gather=gather, conjugate=True, device=lambda a: a.device)
+    def scatter_nd(data: Tensor, indices: Tensor, updates: Tensor, *, reduction: str) -> Tensor:
+        return scatter_nd_op(data, indices, updates, reduction, backend)
+
+    def gather_nd(data: Tensor, indices: Tensor, *, batch_dims: int) -> Tensor:
+        return gather_nd_op(data, indices, batch_dims, backend)
+
+    return Rules(xp, scatter, gather, True, lambda a: a.device, scatter_nd, gather_nd)
 
 
 def scatter_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
@@ -92,6 +126,32 @@ def gather_backward(ctx: Any, g: Tensor, transformed: bool = False) -> tuple[Any
     (indices,) = ctx.saved_tensors
     rules = _rules(ctx.backend, transformed)
     d_data = gather_vjp(rules, g.contiguous(), ctx.shape, indices, ctx.axis)
+    return d_data, None, None, None
+
+
+def scatter_nd_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    ctx.reduction, ctx.backend = inputs[3], inputs[4]
+    ctx.save_for_backward(inputs[1])
+
+
+def scatter_nd_backward(ctx: Any, g: Tensor, transformed: bool = False) -> tuple[Any, ...]:
+    (indices,) = ctx.saved_tensors
+    wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[2])
+    rules = _rules(ctx.backend, transformed)
+    d_data, d_updates = scatter_nd_vjp(rules, g.contiguous(), indices, ctx.reduction, wanted)
+    return d_data, None, d_updates, None, None
+
+
+def gather_nd_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+    data, indices, ctx.batch_dims, ctx.backend = inputs
+    ctx.shape = tuple(data.shape)
+    ctx.save_for_backward(indices)
+
+
+def gather_nd_backward(ctx: Any, g: Tensor, transformed: bool = False) -> tuple[Any, ...]:
+    (indices,) = ctx.saved_tensors
+    rules = _rules(ctx.backend, transformed)
+    d_data = gather_nd_vjp(rules, g.contiguous(), ctx.shape, indices, ctx.batch_dims)
     return d_data, None, None, None
 
 
@@ -132,6 +192,25 @@ def gather_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[Tens
     return _call(info, "Gather", "gather")(*batched, shifted, backend), 0
 
 
+def scatter_nd_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[Tensor, int]:
+    """A batch of ScatterNDs is one, each row of indices led by its batch's position."""
+    import array_api_compat.torch as xp
+
+    reduction, backend = inputs[3:]
+    data, indices, updates = (
+        _front(t, d, info.batch_size) for t, d in zip(inputs[:3], in_dims[:3], strict=True)
+    )
+    led = fold_batch(xp, indices, 1, indices.device)
+    return _call(info, "ScatterND", "scatter_nd")(data, led, updates, reduction, backend), 0
+
+
+def gather_nd_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> tuple[Tensor, int]:
+    """A batch of GatherNDs is one whose batch has one more dimension, in front."""
+    batch_dims, backend = inputs[2:]
+    batched = [_front(t, d, info.batch_size) for t, d in zip(inputs[:2], in_dims[:2], strict=True)]
+    return _call(info, "GatherND", "gather_nd")(*batched, batch_dims + 1, backend), 0
+
+
 def refuse_out_vmap(info: Any, in_dims: tuple[Any, ...], *inputs: Any) -> Any:
     msg = (
         "scatterx's out= cannot be used under torch.func.vmap (a batch cannot be written "
@@ -150,9 +229,20 @@ def _call(info: Any, function: str, operator: str) -> Callable[..., Tensor]:
 def _define_functions() -> Any:
     ops = overloads()
     return SimpleNamespace(
-        Scatter=_function("Scatter", ops.scatter, scatter_context, scatter_backward, scatter_vmap),
-        Gather=_function("Gather", ops.gather, gather_context, gather_backward, gather_vmap),
+        **{
+            name: _function(name, getattr(ops, FIELDS[operation][0]), *RULES[operation])
+            for operation, name in FUNCTIONS.items()
+        }
     )
+
+
+#: The autograd Function of each operation under a ``torch.func`` transform.
+FUNCTIONS = {
+    "scatter_elements": "Scatter",
+    "gather_elements": "Gather",
+    "scatter_nd": "ScatterND",
+    "gather_nd": "GatherND",
+}
 
 
 def _function(
@@ -206,3 +296,12 @@ class _Marked:
 #: The operators as autograd Functions that ``torch.func`` can transform (defined on first
 #: use): the same forward, gradients and batching rules.
 functions = Once(_define_functions)
+
+
+#: Each operation's autograd context, backward and vmap rule.
+RULES = {
+    "scatter_elements": (scatter_context, scatter_backward, scatter_vmap),
+    "gather_elements": (gather_context, gather_backward, gather_vmap),
+    "scatter_nd": (scatter_nd_context, scatter_nd_backward, scatter_nd_vmap),
+    "gather_nd": (gather_nd_context, gather_nd_backward, gather_nd_vmap),
+}

@@ -27,8 +27,9 @@ def torch_translations() -> dict[Any, Callable[..., Any]]:
     -------
     dict
         ``torch.ops.scatterx.scatter_elements.default`` to a function that makes
-        ScatterElements (opset 18, with its reduction), and ``gather_elements`` to
-        GatherElements.
+        ScatterElements (opset 18, with its reduction), ``gather_elements`` to
+        GatherElements, ``scatter_nd`` to ScatterND (opset 18) and ``gather_nd`` to
+        GatherND (with its ``batch_dims``).
 
     Raises
     ------
@@ -61,4 +62,17 @@ def torch_translations() -> dict[Any, Callable[..., Any]]:
     def gather(data: Any, indices: Any, axis: int, backend: Any = None) -> Any:
         return op.GatherElements(data, indices, axis=axis)
 
-    return {ops.scatter: scatter, ops.gather: gather}
+    def scatter_nd(
+        data: Any, indices: Any, updates: Any, reduction: str, backend: Any = None
+    ) -> Any:
+        return op.ScatterND(data, indices, updates, reduction=reduction)
+
+    def gather_nd(data: Any, indices: Any, batch_dims: int, backend: Any = None) -> Any:
+        return op.GatherND(data, indices, batch_dims=batch_dims)
+
+    return {
+        ops.scatter: scatter,
+        ops.gather: gather,
+        ops.scatter_nd: scatter_nd,
+        ops.gather_nd: gather_nd,
+    }
