@@ -366,8 +366,9 @@ def explain_nd(
     out: Any = None,
     backend: str | Sequence[str] | None = None,
 ) -> Decision:
-    """Say which backend would run a :func:`scatter_nd` (with ``updates``) or a
-    :func:`gather_nd` (without), and why each other one would not; computes nothing.
+    """Say which backend would run a ScatterND or GatherND call, and why; computes nothing.
+
+    A :func:`scatter_nd` with ``updates``, else a :func:`gather_nd`; as :func:`explain`.
 
     Parameters
     ----------
