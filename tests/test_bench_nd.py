@@ -18,7 +18,7 @@ from scatterx_bench.base import MODES, BenchCase, Mode, Unavailable
 from scatterx_bench.cases import ND_BACKENDS, ND_PEERS, first_call, make_case
 from scatterx_bench.cli import main
 from scatterx_bench.nd import ND_CASE_NAMES, ND_CASES, exact_nd, max_difference
-from scatterx_bench.nd_bench import TARGETS, NDCell, check
+from scatterx_bench.nd_bench import TARGETS, NDCell, check, shown_time
 from scatterx_bench.peers import ONNXRUNTIME_ONE_THREAD
 from scatterx_bench.timing import Timed
 
@@ -155,9 +155,16 @@ def test_the_nd_table_prints_both_modes_with_ratios_checks_and_verdicts(
     assert rows == ["numba", *ND_PEERS] * 2
     for line in out.splitlines():
         if line.startswith("  onnxruntime-1t "):
-            assert re.search(r" [\d.]+ ±\d+%!? +0 +[\d.]+x +(1\.5|2\.0)x (met|short|\?)$", line)
+            assert re.search(
+                r" [\d.]+( us)? ±\d+%!? +0 +[\d.]+x +(1\.5|2\.0)x (met|short|\?)$", line
+            )
     assert out.count("verdict: onnxruntime ") == 2
     assert "load average" in out
+
+
+def test_a_short_call_shows_its_microseconds() -> None:
+    assert shown_time(Timed(0.01234, 0.03, ())) == "12.34 us ±3%"
+    assert shown_time(Timed(1.5, 0.25, ())) == "1.50 ±25%!"
 
 
 @pytest.mark.parametrize(

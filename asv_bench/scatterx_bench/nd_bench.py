@@ -158,6 +158,7 @@ def time_nd_cell(
 def print_nd(cells: list[NDCell], shapes: dict[str, str]) -> None:
     """A block per cell: every contestant, its check, and each peer's time over numba's."""
     head = ["contestant", "call", "median ms", "max |diff| vs exact", "peer/numba", "target"]
+    # A call under 0.1 ms shows its microseconds: "12.34 us ±3%".
     for n, nd_cell in enumerate(cells):
         title = f"{nd_cell.case} {nd_cell.reduction} {nd_cell.mode}: {shapes[nd_cell.case]}"
         print(("\n" if n else "") + title)
@@ -169,7 +170,7 @@ def print_nd(cells: list[NDCell], shapes: dict[str, str]) -> None:
                 [
                     name,
                     describe(name, nd_cell.op, nd_cell.reduction, nd_cell.mode),
-                    cell(timed.median_ms, timed.spread),
+                    shown_time(timed),
                     str(nd_cell.checked[name]),
                     "-" if name == "numba" or ratio is None else f"{ratio:.2f}x",
                     "-" if target is None else f"{target:.1f}x {nd_cell.verdict(name)}",
@@ -193,6 +194,13 @@ def print_nd(cells: list[NDCell], shapes: dict[str, str]) -> None:
     )
     for note in notes:
         print(textwrap.fill(note, 100, initial_indent="- ", subsequent_indent="  "))
+
+
+def shown_time(timed: Timed) -> str:
+    """:func:`.timing.cell`, in microseconds under 0.1 ms (the small case's calls)."""
+    if timed.median_ms >= 0.1:
+        return cell(timed.median_ms, timed.spread)
+    return cell(timed.median_ms * 1e3, timed.spread).replace(" ±", " us ±", 1)
 
 
 def _shape(case: BenchCase) -> str:
