@@ -374,10 +374,8 @@ def explain_nd(
     ----------
     data, indices, updates : array
         As for :func:`scatter_nd`; ``updates`` None for a :func:`gather_nd`.
-    reduction : str, optional
-        The scatter's reduction.
-    batch_dims : int, optional
-        The gather's batch dimensions.
+    reduction, batch_dims : optional
+        The scatter's reduction; the gather's batch dimensions.
     out : array, optional
         Where the call would write.
     backend : str or sequence of str, optional

@@ -16,13 +16,14 @@ if TYPE_CHECKING:
 
 
 class _Members:
-    """The members both requests have, defined once for both: a NamedTuple's class can
-    have no other base, so each request is a subclass of its fields and of this."""
+    """The members every request has, defined once: a NamedTuple's class can have no
+    other base, so each request is a subclass of its fields and of this (through
+    :class:`_Scatters` or :class:`_Gathers`)."""
 
     __slots__ = ()
     #: The roles of the arrays, in the order of ``arrays``.
     roles: ClassVar[tuple[str, ...]]
-    #: The name of the function called: ``"scatter_elements"`` or ``"gather_elements"``.
+    #: The name of the function called: ``"scatter_elements"``, ``"scatter_nd"``...
     operation: ClassVar[str]
 
     if TYPE_CHECKING:
@@ -77,6 +78,46 @@ class _Members:
         return replaced
 
 
+class _Scatters(_Members):
+    """The members of both scatters' requests."""
+
+    __slots__ = ()
+    roles = ("data", "indices", "updates")
+
+    if TYPE_CHECKING:
+        updates: Any
+        out: Any
+
+    @property
+    def result_shape(self) -> tuple[int, ...]:
+        """The shape of the result (and of ``out``): that of ``data``."""
+        return self.shape
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The request's arrays: data, indices and updates, and ``out`` where given."""
+        if self.out is None:
+            return self.data, self.indices, self.updates
+        return self.data, self.indices, self.updates, self.out
+
+
+class _Gathers(_Members):
+    """The members of both gathers' requests."""
+
+    __slots__ = ()
+    roles = ("data", "indices")
+
+    if TYPE_CHECKING:
+        out: Any
+
+    @property
+    def arrays(self) -> tuple[Any, ...]:
+        """The request's arrays: data and indices, and ``out`` where given."""
+        if self.out is None:
+            return self.data, self.indices
+        return self.data, self.indices, self.out
+
+
 class _ScatterFields(NamedTuple):
     """The fields of :class:`ScatterRequest`."""
 
@@ -92,7 +133,7 @@ class _ScatterFields(NamedTuple):
     out: Any = None
 
 
-class ScatterRequest(_ScatterFields, _Members):
+class ScatterRequest(_ScatterFields, _Scatters):
     """One validated call of ``scatter_elements``: immutable, as every backend sees it.
 
     Backends receive this and nothing else; every metadata check of contract.md
@@ -128,13 +169,7 @@ class ScatterRequest(_ScatterFields, _Members):
     """
 
     __slots__ = ()
-    roles = ("data", "indices", "updates")
     operation = "scatter_elements"
-
-    @property
-    def result_shape(self) -> tuple[int, ...]:
-        """The shape of the result (and of ``out``)."""
-        return self.shape
 
     @property
     def settings(self) -> str:
@@ -145,13 +180,6 @@ class ScatterRequest(_ScatterFields, _Members):
     def n_updates(self) -> int:
         """Number of updates (of elements of ``indices``)."""
         return math.prod(self.indices.shape)
-
-    @property
-    def arrays(self) -> tuple[Any, ...]:
-        """The request's arrays: data, indices and updates, and ``out`` where given."""
-        if self.out is None:
-            return self.data, self.indices, self.updates
-        return self.data, self.indices, self.updates, self.out
 
 
 class _GatherFields(NamedTuple):
@@ -167,7 +195,7 @@ class _GatherFields(NamedTuple):
     out: Any = None
 
 
-class GatherRequest(_GatherFields, _Members):
+class GatherRequest(_GatherFields, _Gathers):
     """One validated call of ``gather_elements``: immutable, as every backend sees it.
 
     Every metadata check of contract.md section 10 has passed; index values are not yet
@@ -189,7 +217,6 @@ class GatherRequest(_GatherFields, _Members):
     """
 
     __slots__ = ()
-    roles = ("data", "indices")
     operation = "gather_elements"
 
     @property
@@ -201,13 +228,6 @@ class GatherRequest(_GatherFields, _Members):
     def settings(self) -> str:
         """The call's other arguments, as Python would spell them."""
         return f"axis={self.axis}"
-
-    @property
-    def arrays(self) -> tuple[Any, ...]:
-        """The request's arrays: data and indices, and ``out`` where given."""
-        if self.out is None:
-            return self.data, self.indices
-        return self.data, self.indices, self.out
 
 
 class _ScatterNDFields(NamedTuple):
@@ -224,7 +244,7 @@ class _ScatterNDFields(NamedTuple):
     out: Any = None
 
 
-class ScatterNDRequest(_ScatterNDFields, _Members):
+class ScatterNDRequest(_ScatterNDFields, _Scatters):
     """One validated call of ``scatter_nd`` (ONNX ScatterND, opset 18).
 
     ``indices`` has ``depth = indices.shape[-1]`` columns, from 1 to the rank of ``data``:
@@ -242,13 +262,7 @@ class ScatterNDRequest(_ScatterNDFields, _Members):
     """
 
     __slots__ = ()
-    roles = ("data", "indices", "updates")
     operation = "scatter_nd"
-
-    @property
-    def result_shape(self) -> tuple[int, ...]:
-        """The shape of the result (and of ``out``)."""
-        return self.shape
 
     @property
     def settings(self) -> str:
@@ -259,13 +273,6 @@ class ScatterNDRequest(_ScatterNDFields, _Members):
     def depth(self) -> int:
         """How many leading dimensions of ``data`` a row of ``indices`` indexes."""
         return int(self.indices.shape[-1])
-
-    @property
-    def arrays(self) -> tuple[Any, ...]:
-        """The request's arrays: data, indices and updates, and ``out`` where given."""
-        if self.out is None:
-            return self.data, self.indices, self.updates
-        return self.data, self.indices, self.updates, self.out
 
 
 class _GatherNDFields(NamedTuple):
@@ -281,7 +288,7 @@ class _GatherNDFields(NamedTuple):
     out: Any = None
 
 
-class GatherNDRequest(_GatherNDFields, _Members):
+class GatherNDRequest(_GatherNDFields, _Gathers):
     """One validated call of ``gather_nd`` (ONNX GatherND, opset 13).
 
     The first ``batch_dims`` dimensions of ``data`` and ``indices`` are equal and paired;
@@ -301,7 +308,6 @@ class GatherNDRequest(_GatherNDFields, _Members):
     """
 
     __slots__ = ()
-    roles = ("data", "indices")
     operation = "gather_nd"
 
     @property
@@ -319,13 +325,6 @@ class GatherNDRequest(_GatherNDFields, _Members):
         """The shape of the result (and of ``out``)."""
         start = self.batch_dims + self.depth
         return tuple(self.indices.shape[:-1]) + tuple(self.data.shape[start:])
-
-    @property
-    def arrays(self) -> tuple[Any, ...]:
-        """The request's arrays: data and indices, and ``out`` where given."""
-        if self.out is None:
-            return self.data, self.indices
-        return self.data, self.indices, self.out
 
 
 #: A request of ScatterElements or GatherElements: what torch's operators, autograd and
