@@ -26,7 +26,15 @@ from scatterx import _api, _check, _run
 
 #: The code objects counted, by name.
 _WATCHED = {
-    "public": {_api.scatter_elements.__code__, _api.gather_elements.__code__},
+    "public": {
+        function.__code__
+        for function in (
+            _api.scatter_elements,
+            _api.gather_elements,
+            _api.scatter_nd,
+            _api.gather_nd,
+        )
+    },
     "check": {_check.check.__code__},
     "run": {_run.run.__code__, _run.run_carried.__code__, _run.execute.__code__},
 }
@@ -136,3 +144,68 @@ def test_jax_grad_checks_once(reduction: str) -> None:
     counts = _once(lambda: jax.block_until_ready(jax.grad(loss, (0, 1))(data, updates)))
     assert counts["public"] == 1
     assert counts["check"] == 1
+
+
+# ScatterND and GatherND: the same hosts, the same one check per call -----------------------
+
+
+def _nd_call() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A (4, 3) table, rows of it (one twice), a slice of updates per row."""
+    data = np.arange(12, dtype=np.float64).reshape(4, 3)
+    rows = np.array([[2], [0], [2]])
+    return data, rows, np.arange(9, dtype=np.float64).reshape(3, 3) + 0.5
+
+
+def _nd_both(indices: Any, updates: Any) -> Callable[[Any], Any]:
+    def both(d: Any) -> Any:
+        scattered = scatterx.scatter_nd(d, indices, updates, reduction="add")
+        return scatterx.gather_nd(scattered, indices).sum()
+
+    return both
+
+
+def test_a_numpy_nd_call_is_checked_once() -> None:
+    data, rows, updates = _nd_call()
+    counts = _once(lambda: scatterx.scatter_nd(data, rows, updates, reduction="add"))
+    assert (counts["public"], counts["check"]) == (1, 1)
+    counts = _once(lambda: scatterx.gather_nd(data, rows))
+    assert (counts["public"], counts["check"]) == (1, 1)
+
+
+def test_a_torch_nd_forward_and_backward_check_once() -> None:
+    torch = pytest.importorskip("torch")
+    data, rows, updates = (torch.from_numpy(a) for a in _nd_call())
+    both = _nd_both(rows, updates.requires_grad_())
+    counts = _once(lambda: both(data.requires_grad_()).backward())
+    assert counts["public"] == 2
+    assert counts["check"] == 2
+    assert counts["run"] >= 4
+
+
+def test_a_compiled_nd_call_is_checked_once_per_call() -> None:
+    torch = pytest.importorskip("torch")
+    data, rows, updates = (torch.from_numpy(a) for a in _nd_call())
+    compiled = torch.compile(_nd_both(rows, updates), backend="eager", fullgraph=True)
+    counts = _once(lambda: compiled(data))
+    assert counts["public"] == 0
+    assert counts["check"] == 2
+
+
+@pytest.mark.parametrize("transform", ["jit", "vmap", "grad"])
+def test_a_jax_nd_call_is_checked_once(transform: str) -> None:
+    jax = pytest.importorskip("jax")
+    data, rows, updates = (jax.numpy.asarray(a) for a in _nd_call())
+    both = _nd_both(rows, updates)
+    run = {
+        "jit": lambda: jax.jit(both)(data),
+        "vmap": lambda: jax.vmap(both)(jax.numpy.stack([data, data * 2])),
+        "grad": lambda: jax.grad(both)(data),
+    }[transform]
+    counts = _once(lambda: jax.block_until_ready(run()))
+    if transform == "jit":  # compiled once: a call runs the compiled function
+        assert (counts["public"], counts["check"]) == (0, 0)
+        return
+    assert counts["public"] == 2  # the two calls written above
+    assert counts["check"] == 2  # their own: a batch or a gradient derives its requests
+    if transform == "vmap":  # each call's batch in one run (and its execute), not one each
+        assert 2 <= counts["run"] <= 4

@@ -5,7 +5,6 @@ the threaded scheduler and a ``distributed`` cluster (contract.md sections 8 and
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,8 @@ import pytest
 
 import _dask_checks as checks
 import scatterx
+from _nd_arrays import rows as rows_of
+from _nd_arrays import values
 from scatterx.backend import out_of_bounds_error
 from scatterx.testing import assert_bitwise_equal, reference_gather_nd, reference_scatter_nd
 
@@ -33,7 +34,6 @@ PAIRS = [
     for reduction in scatterx.REDUCTIONS
     if reduction in scatterx.DTYPE_REDUCTIONS[np.dtype(key).name if key != "StringDType" else key]
 ]
-WORDS = np.array(["", "a", "b", "ab", "é", "a\x00"], dtype=object)
 #: (data shape, depth): ranks 1 to 4, every depth of a rank 3.
 SHAPES: list[tuple[Shape, int]] = [((6,), 1), ((5, 4, 3), 1), ((5, 4, 3), 2), ((5, 4, 3), 3)]
 SHAPES += [((3, 2, 3, 4), 2)]
@@ -52,40 +52,6 @@ GATHER_GRID = [(key, "small") for key in DTYPES]
 GATHER_GRID += [(key, chunking) for key in ("float32", DTYPES[-1]) for chunking in CHUNKINGS[:3]]
 
 no_compute = pytest.fixture(checks.no_compute)
-
-
-def _dtype(key: str) -> np.dtype[Any]:
-    return np.dtypes.StringDType() if key == "StringDType" else np.dtype(key)
-
-
-def _values(key: str, rng: np.random.Generator, shape: Shape, nans: bool) -> Array:
-    """Raw bool bytes, small integers, floats with -0.0 (and NaNs where ``nans``: two
-    NaNs meeting in add or mul give a NaN of any payload), short strings."""
-    dtype = _dtype(key)
-    if dtype.kind == "b":
-        return rng.integers(0, 256, shape).astype(np.uint8).view(bool)
-    if dtype.kind in "iu":
-        return rng.integers(-4, 5, shape).astype(dtype)
-    if dtype.kind in "OT":
-        return np.array(WORDS[rng.integers(0, len(WORDS), shape)], dtype=dtype)
-    values = rng.standard_normal(shape)
-    if dtype.kind == "c":
-        values = values + 1j * rng.standard_normal(shape)
-    values = values.astype(dtype)
-    flat = values.reshape(-1)
-    flat[::5] = -0.0
-    if nans:
-        flat[2::7] = np.nan
-    return values
-
-
-def _rows(rng: np.random.Generator, sizes: Shape, lead: Shape) -> Array:
-    """Rows of indices into ``sizes``, of both signs, drawn from a few (so repeated)."""
-    n = math.prod(lead)
-    every = np.stack(np.unravel_index(np.arange(math.prod(sizes)), sizes), -1)
-    every -= rng.integers(0, 2, every.shape) * np.array(sizes)
-    pool = every[rng.integers(0, len(every), max(1, (n + 1) // 2))]
-    return pool[rng.integers(0, len(pool), n)].reshape(*lead, len(sizes)).astype(np.int64)
 
 
 def _chunks(shape: Shape, indexed: tuple[int, int], how: str) -> tuple[int, ...]:
@@ -111,9 +77,9 @@ def test_scatter_nd_equals_the_oracle_and_numpy(key: str, reduction: str, chunki
     rng = np.random.default_rng(len(key) * 7 + len(reduction))
     for shape, depth in SHAPES:
         for lead in LEADS:
-            data = _values(key, rng, shape, nans=True)
-            rows = _rows(rng, shape[:depth], lead)
-            updates = _values(key, rng, lead + shape[depth:], reduction not in ("add", "mul"))
+            data = values(key, rng, shape, nans=True)
+            rows = rows_of(rng, shape[:depth], lead)
+            updates = values(key, rng, lead + shape[depth:], reduction not in ("add", "mul"))
             lazy = scatterx.scatter_nd(
                 _lazy(data, _chunks(shape, (0, depth), chunking)),
                 _lazy(rows, _index_chunks(rows)),
@@ -139,11 +105,11 @@ def test_scatter_nd_equals_the_oracle_and_numpy(key: str, reduction: str, chunki
 def test_gather_nd_equals_the_oracle_and_numpy(key: str, batch_dims: int, chunking: str) -> None:
     rng = np.random.default_rng(batch_dims + len(key))
     for shape in [(6, 5), (5, 4, 3), (3, 2, 3, 4)][max(0, batch_dims - 1) :]:
-        data = _values(key, rng, shape, nans=True)
+        data = values(key, rng, shape, nans=True)
         for depth in range(1, len(shape) - batch_dims + 1):
             indexed = (batch_dims, batch_dims + depth)
             for lead in LEADS:
-                rows = _rows(rng, shape[indexed[0] : indexed[1]], shape[:batch_dims] + lead)
+                rows = rows_of(rng, shape[indexed[0] : indexed[1]], shape[:batch_dims] + lead)
                 lazy = scatterx.gather_nd(
                     _lazy(data, _chunks(shape, indexed, chunking)),
                     _lazy(rows, _index_chunks(rows)),
@@ -286,7 +252,7 @@ def client() -> Iterator[Any]:
 def test_on_a_distributed_cluster(client: Any) -> None:
     rng = np.random.default_rng(11)
     data = rng.standard_normal((8, 6, 5))
-    rows = _rows(rng, (8, 6), (20,))
+    rows = rows_of(rng, (8, 6), (20,))
     updates = rng.standard_normal((20, 5))
     lazy_data, lazy_rows = _lazy(data, (3, 2, 3)), _lazy(rows, (6, 1))
     for reduction in ("none", "add"):

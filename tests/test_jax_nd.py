@@ -7,19 +7,13 @@ inputs, integer-valued floats where duplicates make order matter.
 
 from __future__ import annotations
 
-import sys
-import threading
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 import scatterx
-from scatterx import _api, _check, _run
 from scatterx.testing import assert_bitwise_equal, reference_gather_nd, reference_scatter_nd
 
 jax = pytest.importorskip("jax")
@@ -307,54 +301,3 @@ def test_other_reductions_have_no_gradient_yet(reduction: str) -> None:
         loss(data)
     # Their forward runs under every transform that needs no gradient.
     jax.jit(lambda d: scatterx.scatter_nd(d, indices, updates, reduction=reduction))(data)
-
-
-@contextmanager
-def _counting() -> Iterator[Counter[str]]:
-    """Calls of the public functions, of the check and of the run, in every thread."""
-    watched = {
-        _api.scatter_nd.__code__: "public",
-        _api.gather_nd.__code__: "public",
-        _check.check.__code__: "check",
-        _run.run.__code__: "run",
-    }
-    counts: Counter[str] = Counter()
-
-    def profile(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call" and frame.f_code in watched:
-            counts[watched[frame.f_code]] += 1
-
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    threading.setprofile(profile)
-    try:
-        yield counts
-    finally:
-        sys.setprofile(previous)
-        threading.setprofile(None)  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize("transform", ["jit", "vmap", "grad"])
-def test_a_traced_call_is_checked_once(transform: str) -> None:
-    data, indices, updates = (jnp.asarray(a) for a in _cells_case())
-
-    def both(d: Any) -> Any:
-        scattered = scatterx.scatter_nd(d, indices, updates, reduction="add")
-        return scatterx.gather_nd(scattered, indices).sum()
-
-    if transform == "vmap":
-        run = lambda: jax.vmap(both)(jnp.stack([data, data * 2]))  # noqa: E731
-    elif transform == "grad":
-        run = lambda: jax.grad(both)(data)  # noqa: E731
-    else:
-        run = lambda: jax.jit(both)(data)  # noqa: E731
-    jax.block_until_ready(run())  # first use out of the count
-    with _counting() as counts:
-        jax.block_until_ready(run())
-    if transform == "jit":  # compiled once: a call runs the compiled function
-        assert (counts["public"], counts["check"]) == (0, 0)
-        return
-    assert counts["public"] == 2  # the two calls written above
-    assert counts["check"] == 2  # their own: a batch or a gradient derives its requests
-    if transform == "vmap":
-        assert counts["run"] == 2  # each call's whole batch in one run

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import scatterx
+from _nd_arrays import rows as rows_of
+from _nd_arrays import values
 from scatterx.testing import assert_bitwise_equal, reference_gather_nd, reference_scatter_nd
 
 Array = np.ndarray[Any, Any]
@@ -44,47 +46,6 @@ SHAPES: list[Shape] = [(7,), (5, 4), (4, 3, 5), (3, 2, 3, 4)]
 #: indices.shape[:-1]: index ranks 1 (one row: 0-d updates when k == data.ndim) to 3,
 #: and empty indices.
 LEADS: list[Shape] = [(), (6,), (3, 4), (0,), (2, 0)]
-WORDS = np.array(["", "a", "b", "ab", "ba", "zz", "é", "a\x00"], dtype=object)
-
-
-def _dtype(key: str) -> np.dtype[Any]:
-    return np.dtypes.StringDType() if key == "StringDType" else np.dtype(key)
-
-
-def _values(key: str, rng: np.random.Generator, shape: Shape, nans: bool) -> Array:
-    """Values of ``key``: raw bool bytes (not only 0 and 1), small integers, floats with
-    -0.0 (and NaN where ``nans``), short strings."""
-    dtype = _dtype(key)
-    if dtype.kind == "b":
-        return rng.integers(0, 256, shape).astype(np.uint8).view(bool)
-    if dtype.kind in "iu":
-        low = 0 if dtype.kind == "u" else -4
-        return rng.integers(low, 5, shape).astype(dtype)
-    if dtype.kind in "OT":
-        return np.array(WORDS[rng.integers(0, len(WORDS), shape)], dtype=dtype)
-    values = rng.standard_normal(shape)
-    if dtype.kind == "c":
-        values = values + 1j * rng.standard_normal(shape)
-    values = values.astype(dtype)
-    flat = values.reshape(-1)
-    flat[::5] = -0.0
-    if nans:
-        flat[2::7] = np.nan
-    return values
-
-
-def _rows(rng: np.random.Generator, sizes: Shape, lead: Shape, repeat: bool = True) -> Array:
-    """Rows of ``len(sizes)`` indices of both signs, shaped ``lead + (k,)``: drawn from a
-    few (so repeated) when ``repeat``, else distinct."""
-    n, depth = math.prod(lead), len(sizes)
-    every = np.stack(np.unravel_index(np.arange(math.prod(sizes)), sizes), -1)
-    every -= rng.integers(0, 2, every.shape) * np.array(sizes)  # negative half the time
-    if repeat:
-        pool = every[rng.integers(0, len(every), max(1, (n + 1) // 2))]
-        picked = pool[rng.integers(0, len(pool), n)]
-    else:
-        picked = every[rng.permutation(len(every))[:n]]
-    return picked.reshape(*lead, depth).astype(np.int64)
 
 
 def _scatter_cases(key: str, reduction: str, seed: int) -> list[tuple[Array, Array, Array]]:
@@ -94,11 +55,11 @@ def _scatter_cases(key: str, reduction: str, seed: int) -> list[tuple[Array, Arr
     for shape in SHAPES:
         for depth in range(1, len(shape) + 1):
             for lead in LEADS:
-                data = _values(key, rng, shape, nans=True)
-                rows = _rows(rng, shape[:depth], lead)  # lead (), depth == rank: 0-d updates
+                data = values(key, rng, shape, nans=True)
+                rows = rows_of(rng, shape[:depth], lead)  # lead (), depth == rank: 0-d updates
                 # Two NaNs meeting in add or mul give a NaN of any payload: none in updates.
                 nans = reduction in ("none", "max", "min")
-                updates = _values(key, rng, rows.shape[:-1] + shape[depth:], nans)
+                updates = values(key, rng, rows.shape[:-1] + shape[depth:], nans)
                 cases.append((data, rows, updates))
     return cases
 
@@ -123,14 +84,14 @@ def test_scatter_nd_equals_the_oracle(key: str, reduction: str) -> None:
 def test_the_oracles_agree_with_numpy_indexing() -> None:
     rng = np.random.default_rng(1)
     data = rng.integers(-9, 9, (4, 3, 5))
-    rows = _rows(rng, (4, 3), (5, 2))
+    rows = rows_of(rng, (4, 3), (5, 2))
     columns = tuple(np.moveaxis(rows, -1, 0))
     assert_bitwise_equal(reference_gather_nd(data, rows), data[columns])
     updates = rng.integers(-9, 9, (5, 2, 5))
     added = data.copy()
     np.add.at(added, columns, updates)
     assert_bitwise_equal(reference_scatter_nd(data, rows, updates, "add"), added)
-    batch_rows = _rows(rng, (3,), (4, 6))
+    batch_rows = rows_of(rng, (3,), (4, 6))
     picked = data[np.arange(4)[:, None], batch_rows[..., 0]]
     assert_bitwise_equal(reference_gather_nd(data, batch_rows, 1), picked)
 
@@ -159,11 +120,11 @@ def test_rows_hitting_one_slice_apply_in_c_order() -> None:
 def test_gather_nd_equals_the_oracle(key: str, batch_dims: int) -> None:
     rng = np.random.default_rng(batch_dims + len(key))
     for shape in SHAPES[batch_dims:]:
-        data = _values(key, rng, shape, nans=True)
+        data = values(key, rng, shape, nans=True)
         for depth in range(1, len(shape) - batch_dims + 1):
             for lead in LEADS:
                 sizes = shape[batch_dims : batch_dims + depth]
-                rows = _rows(rng, sizes, shape[:batch_dims] + lead)
+                rows = rows_of(rng, sizes, shape[:batch_dims] + lead)
                 got = scatterx.gather_nd(data, rows, batch_dims=batch_dims)
                 want = reference_gather_nd(data, rows, batch_dims)
                 assert got.shape == rows.shape[:-1] + shape[batch_dims + depth :]
@@ -178,7 +139,7 @@ def test_gather_nd_equals_the_oracle(key: str, batch_dims: int) -> None:
 def test_int32_indices_and_byte_swapped_data() -> None:
     rng = np.random.default_rng(3)
     data = rng.standard_normal((4, 5)).astype(">f8")
-    rows = _rows(rng, (4,), (6,)).astype(np.int32)
+    rows = rows_of(rng, (4,), (6,)).astype(np.int32)
     updates = rng.standard_normal((6, 5)).astype(">f8")
     got = scatterx.scatter_nd(data, rows, updates, reduction="add")
     assert got.dtype == data.dtype
@@ -190,7 +151,7 @@ def test_int32_indices_and_byte_swapped_data() -> None:
 def test_strided_and_fortran_layouts(reduction: str) -> None:
     rng = np.random.default_rng(8)
     data = rng.standard_normal((5, 4, 3)).transpose(2, 0, 1)  # (3, 5, 4), no C order
-    rows = np.asfortranarray(_rows(rng, (5, 3), (2, 2)))[..., ::-1]
+    rows = np.asfortranarray(rows_of(rng, (5, 3), (2, 2)))[..., ::-1]
     updates = rng.standard_normal((4, 2, 8))[::2, :, ::2]
     want = reference_scatter_nd(data, rows, updates, reduction)
     assert_bitwise_equal(scatterx.scatter_nd(data, rows, updates, reduction=reduction), want)
@@ -331,9 +292,9 @@ def test_scatter_nd_into_out_and_in_place(key: str, reduction: str) -> None:
 @pytest.mark.parametrize("batch_dims", [0, 1])
 def test_gather_nd_into_out(batch_dims: int) -> None:
     rng = np.random.default_rng(5)
-    data = _values("float64", rng, (3, 4, 5), nans=True)
+    data = values("float64", rng, (3, 4, 5), nans=True)
     sizes, lead = ((3, 4), (3, 2)) if batch_dims == 0 else ((4,), (3, 6))
-    rows = _rows(rng, sizes, lead)
+    rows = rows_of(rng, sizes, lead)
     want = reference_gather_nd(data, rows, batch_dims)
     out = np.empty_like(want)
     assert scatterx.gather_nd(data, rows, batch_dims=batch_dims, out=out) is out
