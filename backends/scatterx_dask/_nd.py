@@ -33,7 +33,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import GatherNDRequest, GatherRequest, ScatterNDRequest, ScatterRequest
+from scatterx.backend import (
+    GatherNDRequest,
+    ScatterNDRequest,
+    nd_as_gather_elements,
+    nd_as_scatter_elements,
+    nd_shapes,
+)
 
 from . import _graph, _run, _tasks
 from ._plan import plan
@@ -60,7 +66,7 @@ def _rows(indices: Any, sizes: tuple[int, ...], first: int, token: str) -> Rows:
     whole = indices.rechunk({indices.ndim - 1: -1})
     for block in np.ndindex(*whole.numblocks[:-1]):
         key = (whole.name, *block, 0)
-        graph[(name, *block)] = (_tasks.row_positions, key, guard, sizes)
+        graph[(name, *block)] = (_tasks.row_positions_of, key, guard, sizes)
     rows = HighLevelGraph.from_collections(name, graph, dependencies=[whole, clone])
     return Rows(da.Array(rows, name, whole.chunks[:-1], dtype=np.int64), guard)
 
@@ -102,29 +108,18 @@ def scatter_nd(request: ScatterNDRequest) -> Any:
 
     data = _run._strings_checked(request.data, "data")
     updates = _run._strings_checked(request.updates, "updates")
-    indices, depth = request.indices, request.depth
-    slice_shape = tuple(data.shape[depth:])
-    count = math.prod(indices.shape[:-1])
-    matrix = data.reshape((math.prod(data.shape[:depth]), *slice_shape))
+    shapes = nd_shapes(request)
+    slice_shape, count = shapes.slice_shape, shapes.rows
+    matrix = data.reshape((shapes.targets, *slice_shape))
     flat_updates = updates.reshape((count, *slice_shape))
-    token = tokenize("scatter_nd", data, indices, updates, request.reduction)
-    rows = _rows(indices, tuple(data.shape[:depth]), 0, token) if count else None
+    token = tokenize("scatter_nd", data, request.indices, updates, request.reduction)
+    rows = _rows(request.indices, shapes.sizes, 0, token) if count else None
     if rows is None or 0 in slice_shape:
         lined_up = _no_indices(flat_updates.shape)  # the elements path copies data
     else:
         chunks = plan(matrix.chunks, flat_updates.chunks, flat_updates.chunks, 0).index_chunks
         lined_up = _broadcast(rows.positions.reshape((count,)), chunks, 0)
-    elements = ScatterRequest(
-        matrix,
-        lined_up,
-        flat_updates,
-        0,
-        request.reduction,
-        request.array_type,
-        request.dtype_key,
-        request.device,
-        None,
-    )
+    elements = nd_as_scatter_elements(request, matrix, lined_up, flat_updates)
     # back in data's chunks where the reshape merged chunked dimensions (else a no-op)
     result = _run.scatter_elements(elements, checked=True).reshape(data.shape)
     result = result.rechunk(data.chunks)
@@ -136,14 +131,12 @@ def gather_nd(request: GatherNDRequest) -> Any:
     from dask.base import tokenize
 
     data = _run._strings_checked(request.data, "data")
-    indices, depth, batch = request.indices, request.depth, request.batch_dims
-    shape = tuple(data.shape)
-    slice_shape = shape[batch + depth :]
-    lead = (math.prod(shape[:batch]), math.prod(indices.shape[batch:-1]))
-    cube = data.reshape((lead[0], math.prod(shape[batch : batch + depth]), *slice_shape))
-    token = tokenize("gather_nd", data, indices, batch)
+    shapes = nd_shapes(request)
+    slice_shape, lead = shapes.slice_shape, (shapes.batch, shapes.rows)
+    cube = data.reshape((shapes.batch, shapes.targets, *slice_shape))
+    token = tokenize("gather_nd", data, request.indices, shapes.first)
     count = math.prod(lead)
-    rows = _rows(indices, shape[batch : batch + depth], batch, token) if count else None
+    rows = _rows(request.indices, shapes.sizes, shapes.first, token) if count else None
     if rows is None or 0 in slice_shape:
         lined_up = _no_indices((*lead, *slice_shape))
     else:
@@ -151,8 +144,6 @@ def gather_nd(request: GatherNDRequest) -> Any:
         given = (*positions.chunks, *cube.chunks[2:])
         chunks = plan(cube.chunks, given, given, 1).index_chunks
         lined_up = _broadcast(positions, chunks, 1)
-    elements = GatherRequest(
-        cube, lined_up, 1, request.array_type, request.dtype_key, request.device, None
-    )
+    elements = nd_as_gather_elements(request, cube, lined_up)
     result = _run.gather_elements(elements, checked=True).reshape(request.result_shape)
     return result if rows is None or 0 not in slice_shape else _after(result, rows)

@@ -9,7 +9,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from scatterx.backend import block_call, block_gather, check_string_values, out_of_bounds_error
+from scatterx.backend import (
+    block_call,
+    block_gather,
+    check_string_values,
+    first_bad_row_index,
+    out_of_bounds_error,
+    row_index_error,
+    row_positions,
+)
 
 from ._cores import run_on_numba
 
@@ -120,17 +128,13 @@ def first_bad_in_rows(
     """The first index of ``block`` (in C order) of a ScatterND's or GatherND's indices
     (of ``shape``) outside the bounds of the dimension its column indexes (of ``sizes``),
     or None; ``offsets`` as for :func:`first_bad`."""
-    if block.size == 0:
-        return None
     column = offsets[-1]
-    limits = np.asarray(sizes[column : column + block.shape[-1]], dtype=np.int64)
-    bad = (block < -limits) | (block >= limits)
-    if not bad.any():
+    found = first_bad_row_index(block, sizes[column : column + block.shape[-1]])
+    if found is None:
         return None
-    local = np.unravel_index(int(np.argmax(bad)), block.shape)
+    local, value = found
     position = tuple(int(i) + o for i, o in zip(local, offsets, strict=True))
-    flat = int(np.ravel_multi_index(position, shape))
-    return BadIndex(flat, int(block[local]), position)
+    return BadIndex(int(np.ravel_multi_index(position, shape)), value, position)
 
 
 def first_bad_in_rows_of(
@@ -149,22 +153,17 @@ def guard_rows(found: BadIndex | None, first: int, sizes: tuple[int, ...]) -> No
     GatherND's indices, naming the dimension of data that its column indexes (the columns
     index the dimensions from ``first``, of ``sizes``)."""
     if found is not None:
-        column = found.position[-1]
-        raise out_of_bounds_error(found.value, found.position, first + column, sizes[column])
+        raise row_index_error(found.value, found.position, first, sizes)
 
 
-def row_positions(block: Array, checked: None, sizes: tuple[int, ...]) -> Array:
+def row_positions_of(block: Array, checked: None, sizes: tuple[int, ...]) -> Array:
     """The flat position of each row of ``block`` (its last dimension whole) in the
     dimensions of ``sizes``: int64, of the shape ``block.shape[:-1]``.
 
     ``checked`` is the rows' guard's value (None): it orders this task after it, so every
     index is in bounds here.
     """
-    rows = block.reshape(-1, len(sizes)).astype(np.int64)
-    limits = np.asarray(sizes, dtype=np.int64)
-    rows += np.where(rows < 0, limits, 0)
-    strides = np.array([np.prod(sizes[j + 1 :], dtype=np.int64) for j in range(len(sizes))])
-    positions: Array = (rows @ strides.astype(np.int64)).reshape(block.shape[:-1])
+    positions: Array = row_positions(block, sizes, checked=True)
     return positions
 
 

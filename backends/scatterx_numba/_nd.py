@@ -15,12 +15,13 @@ GatherND is a GatherElements along axis 1 of data viewed as ``(B, M, S)`` (``B``
 whose index rows hold one position each; the gather kernel's whole-row units read one
 index per row likewise.
 
-The positions are computed, and every index checked, before anything is written.
+The positions are computed, and every index checked, before anything is written; the
+translation is the one every backend shares (:func:`scatterx.backend.row_positions`,
+:func:`scatterx.backend.nd_shapes` and the requests it builds).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any
 
@@ -31,52 +32,15 @@ from scatterx.backend import (
     GatherRequest,
     ScatterNDRequest,
     ScatterRequest,
-    out_of_bounds_error,
+    lined_up,
+    nd_as_gather_elements,
+    nd_as_scatter_elements,
+    nd_shapes,
+    row_positions,
 )
 
 Array = np.ndarray[Any, Any]
 _INT64 = np.dtype(np.int64)
-
-
-def row_positions(indices: Array, shape: tuple[int, ...], first: int = 0) -> Array:
-    """The flat position of each row of ``indices`` in the dimensions ``first`` to
-    ``first + k`` of ``shape`` (``k`` the last dimension of ``indices``): a new C-ordered
-    int64 array of ``indices.shape[:-1]``.
-
-    Raises the contract's IndexError for the first index out of bounds in C order, with
-    the dimension of data it indexes as the axis, as the numpy backend does.
-    """
-    depth = indices.shape[-1]
-    sizes = shape[first : first + depth]
-    rows = indices.reshape(-1, depth)
-    positions = np.zeros(rows.shape[0], _INT64)
-    if not rows.shape[0]:
-        return positions.reshape(indices.shape[:-1])
-    for column, size in enumerate(sizes):
-        values = rows[:, column]
-        low, high = int(values.min()), int(values.max())
-        if low < -size or high >= size:
-            _raise_first_bad(indices, sizes, first)
-        wide = values.astype(_INT64)  # a copy: the caller's indices stay untouched
-        if low < 0:
-            wide += np.where(wide < 0, size, 0)
-        if column:
-            positions *= size
-            positions += wide
-        else:
-            positions = wide
-    return positions.reshape(indices.shape[:-1])
-
-
-def _raise_first_bad(indices: Array, sizes: tuple[int, ...], first: int) -> None:
-    """Raise the IndexError for the first index of ``indices`` out of ``sizes``, in C order."""
-    rows = indices.reshape(-1, len(sizes)).astype(_INT64)
-    limits = np.array(sizes, dtype=_INT64)
-    bad = (rows < -limits) | (rows >= limits)
-    flat = int(np.argmax(bad.reshape(-1)))
-    position = tuple(int(p) for p in np.unravel_index(flat, indices.shape))
-    column = position[-1]
-    raise out_of_bounds_error(int(indices[position]), position, first + column, sizes[column])
 
 
 def _view(array: Array, shape: tuple[int, ...]) -> Array | None:
@@ -92,18 +56,23 @@ def _view(array: Array, shape: tuple[int, ...]) -> Array | None:
     return view
 
 
-def _matrix(data: Array, shape: tuple[int, ...]) -> tuple[Array, bool]:
-    """``data`` viewed in ``shape``, or a C-ordered copy of it in that shape; whether a view."""
+def _matrix(data: Array, shape: tuple[int, ...], copy: bool) -> Array:
+    """``data`` viewed in ``shape``; where that takes a copy, a C-ordered copy in that shape
+    (``copy``) or a new, untouched array (metadata only: the call copies it then)."""
     view = _view(data, shape)
     if view is not None:
-        return view, True
-    return np.ascontiguousarray(data).reshape(shape), False
+        return view
+    if copy:
+        return np.ascontiguousarray(data).reshape(shape)
+    return np.empty(shape, data.dtype)
 
 
-def _sizes(shape: tuple[int, ...], *cuts: int) -> tuple[int, ...]:
-    """The products of ``shape``'s dimensions between the cuts (and its ends)."""
-    bounds = (0, *cuts, len(shape))
-    return tuple(math.prod(shape[lo:hi]) for lo, hi in itertools.pairwise(bounds))
+def _indices(rows: Array | None, shape: tuple[int, ...]) -> Array:
+    """The elements call's indices: ``rows`` lined up along the slices, or a stand-in."""
+    if rows is None:
+        return np.broadcast_to(np.zeros(1, _INT64), shape)
+    lined: Array = lined_up(rows, shape)
+    return lined
 
 
 def moved(request: ScatterNDRequest | GatherNDRequest) -> int:
@@ -130,61 +99,33 @@ def scatter_request(request: ScatterNDRequest, rows: Array | None = None) -> Sca
     viewed in that shape (the call copies it then).
     """
     data: Array = request.data
-    m, s = _sizes(data.shape, request.depth)
-    n = math.prod(request.indices.shape[:-1])
-    if rows is None:
-        matrix = _view(data, (m, s))
-        if matrix is None:
-            matrix = np.empty((m, s), data.dtype)
-        positions: Array = np.zeros(1, _INT64)
-    else:
-        matrix, _ = _matrix(data, (m, s))
-        positions = rows
+    shapes = nd_shapes(request)
+    m, n, s = shapes.targets, shapes.rows, shapes.slice_size
+    matrix = _matrix(data, (m, s), copy=rows is not None)
     out: Array | None = request.out
     if out is not None:
         out = matrix if out is data else _view(out, (m, s))
-    return ScatterRequest(
-        matrix,
-        np.broadcast_to(positions.reshape(-1, 1), (n, s)),
-        np.reshape(request.updates, (n, s)),
-        0,
-        request.reduction,
-        request.array_type,
-        request.dtype_key,
-        request.device,
-        None,
-        out,
-    )
+    updates = np.reshape(request.updates, (n, s))
+    return nd_as_scatter_elements(request, matrix, _indices(rows, (n, s)), updates, out)
 
 
 def gather_request(request: GatherNDRequest, rows: Array | None = None) -> GatherRequest:
     """The GatherElements of ``request``: along axis 1 of ``(B, M, S)`` views of data,
     indices (and ``out``) ``(B, N, S)``, as :func:`scatter_request` makes a scatter's."""
-    data: Array = request.data
-    batch = request.batch_dims
-    b, m, s = _sizes(data.shape, batch, batch + request.depth)
-    n = math.prod(request.indices.shape[batch:-1])
-    if rows is None:
-        cube = _view(data, (b, m, s))
-        if cube is None:
-            cube = np.empty((b, m, s), data.dtype)
-        positions: Array = np.zeros(1, _INT64)
-    else:
-        cube, _ = _matrix(data, (b, m, s))
-        positions = rows
+    shapes = nd_shapes(request)
+    b, m, n, s = shapes.batch, shapes.targets, shapes.rows, shapes.slice_size
+    cube = _matrix(request.data, (b, m, s), copy=rows is not None)
     out: Array | None = request.out
     if out is not None:
         out = _view(out, (b, n, s))
-    return GatherRequest(
-        cube,
-        np.broadcast_to(positions.reshape(b, n, 1) if rows is not None else positions, (b, n, s)),
-        1,
-        request.array_type,
-        request.dtype_key,
-        request.device,
-        None,
-        out,
-    )
+    return nd_as_gather_elements(request, cube, _indices(rows, (b, n, s)), out)
+
+
+def _positions(request: ScatterNDRequest | GatherNDRequest) -> Array:
+    """The flat positions of the index rows, every index checked: C-ordered int64, 1-D."""
+    shapes = nd_shapes(request)
+    rows: Array = row_positions(request.indices, shapes.sizes, shapes.first)
+    return rows.reshape(-1)
 
 
 def scatter_nd(request: ScatterNDRequest) -> Array:
@@ -194,7 +135,7 @@ def scatter_nd(request: ScatterNDRequest) -> Array:
     from ._run import scatter_elements
 
     data: Array = request.data
-    rows = row_positions(request.indices, data.shape).reshape(-1)
+    rows = _positions(request)
     elements = scatter_request(request, rows)
     result = scatter_elements(elements, rows=rows)
     out = request.out
@@ -212,7 +153,7 @@ def gather_nd(request: GatherNDRequest) -> Array:
     bounds. bool results are canonical 0/1 bytes, as the numpy backend gives."""
     from ._gather import gather_elements
 
-    rows = row_positions(request.indices, request.data.shape, request.batch_dims).reshape(-1)
+    rows = _positions(request)
     elements = gather_request(request, rows)
     result = gather_elements(elements, rows=rows)
     if request.out is not None and result is elements.out:

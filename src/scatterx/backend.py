@@ -6,6 +6,11 @@ point group ``scatterx.backends`` (or registered in a process with
 :class:`ScatterRequest`; the backend raises :func:`out_of_bounds_error` for the first bad
 index, and :class:`BackendError` reaches the user when no backend can run a call.
 
+A backend that runs ScatterND and GatherND as ScatterElements and GatherElements (contract
+section 14) shares the translation: :func:`nd_shapes`, :func:`row_positions` (every index
+checked), :func:`lined_up` and :func:`nd_as_scatter_elements` /
+:func:`nd_as_gather_elements` (``scatterx._nd_elements``).
+
 Examples
 --------
 A backend annotated with the protocol is checked by mypy:
@@ -28,6 +33,16 @@ import numpy as np
 from ._check.arguments import check_string_values
 from ._dtypes import DTYPE_KEYS, DTYPE_REDUCTIONS, REDUCTIONS, dtype_key
 from ._errors import BackendError, out_of_bounds_error
+from ._nd_elements import (
+    NDShapes,
+    first_bad_row_index,
+    lined_up,
+    nd_as_gather_elements,
+    nd_as_scatter_elements,
+    nd_shapes,
+    row_index_error,
+    row_positions,
+)
 from ._pipeline import GATHER, SCATTER, block
 from ._protocol import (
     Backend,
@@ -63,6 +78,7 @@ __all__ = [
     "GatherNDRequest",
     "GatherRequest",
     "GathersElements",
+    "NDShapes",
     "NumpyArrays",
     "Request",
     "ScatterNDRequest",
@@ -74,8 +90,15 @@ __all__ = [
     "check_string_values",
     "dtype_key",
     "empty_aligned",
+    "first_bad_row_index",
+    "lined_up",
+    "nd_as_gather_elements",
+    "nd_as_scatter_elements",
+    "nd_shapes",
     "out_of_bounds_error",
     "register_backend",
+    "row_index_error",
+    "row_positions",
     "unserved",
 ]
 
