@@ -5,7 +5,8 @@
 #   1. for each set of strategies (the default ones, then the opt-in fast paths,
 #      SCATTERX_CUPY_FAST_PATHS=1): the conformance matrix with the cupy backend required,
 #      on cupy arrays and, where torch sees CUDA, on torch CUDA tensors (required too), and
-#      the cupy GPU tests;
+#      the cupy GPU tests (tests/test_cupy_gpu.py; scatter_nd and gather_nd,
+#      tests/test_cupy_nd.py, not yet run on a GPU);
 #   2. the benchmark (tools/gpu_bench.py, with the fast paths on when they are checked, so
 #      that its "other strategy" column times the default one): the twelve standard cells
 #      against torch.scatter_reduce and torch's deterministic mode, and `none` on 1 GiB as a
@@ -91,7 +92,7 @@ for fast in $sets; do
     fi
 
     echo "== $name: conformance matrix and cupy tests (--require-backend cupy)"
-    tests=(tests/test_conformance.py tests/test_cupy_gpu.py)
+    tests=(tests/test_conformance.py tests/test_cupy_gpu.py tests/test_cupy_nd.py)
     [ "$fast" = 0 ] && tests+=(tests/test_cupy_backend.py)
     begin=$SECONDS
     if "$python" -m pytest -q -p no:cacheprovider --maxprocesses=8 --require-backend cupy \

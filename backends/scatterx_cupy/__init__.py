@@ -35,6 +35,10 @@ copies nothing), after one kernel has checked every index, so that a call that r
 leaves ``out`` untouched (``_run.destination``); another layout gets a new result, which
 the front-end copies in.
 
+``scatter_nd`` and ``gather_nd`` run as the ScatterElements and GatherElements they
+translate to (``_nd``; the translation of :mod:`scatterx.backend`, shared with the numba
+and dask backends), on these kernels; not yet run on a GPU.
+
 ``gather_elements`` runs a grid-stride kernel of ``_kernels_gather.cu`` (one per itemsize)
 that reads data and indices with their own strides and moves each element's bits into a
 new C-ordered result; bool data is read as its canonical 0/1.
@@ -51,7 +55,15 @@ from typing import Any
 
 import numpy as np
 
-from scatterx.backend import Backend, GatherRequest, Request, ScatterRequest, unserved
+from scatterx.backend import (
+    Backend,
+    GatherNDRequest,
+    GatherRequest,
+    Request,
+    ScatterNDRequest,
+    ScatterRequest,
+    unserved,
+)
 
 from ._compile import SERVED
 from ._fast import fast_paths_enabled, set_fast_paths
@@ -129,6 +141,20 @@ class CupyBackend:
         from ._gather import gather_elements
 
         return gather_elements(request)
+
+    def scatter_nd(self, request: ScatterNDRequest) -> Any:
+        """As :meth:`scatter_elements`, for ``scatter_nd``: the ScatterElements along the rows
+        of data viewed as a matrix (:mod:`scatterx_cupy._nd`). Not yet run on a GPU."""
+        from ._nd import scatter_nd
+
+        return scatter_nd(request)
+
+    def gather_nd(self, request: GatherNDRequest) -> Any:
+        """As :meth:`gather_elements`, for ``gather_nd`` (:mod:`scatterx_cupy._nd`). Not yet
+        run on a GPU."""
+        from ._nd import gather_nd
+
+        return gather_nd(request)
 
     def from_numpy(self, array: np.ndarray[Any, Any]) -> Any:
         """Copy test data to the current device; TypeError for what cupy cannot hold."""

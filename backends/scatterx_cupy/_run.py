@@ -67,15 +67,19 @@ def strategy(
     return "sort"
 
 
-def scatter_elements(request: ScatterRequest, force: str | None = None) -> Any:
+def scatter_elements(request: ScatterRequest, force: str | None = None, rows: Any = None) -> Any:
     """Compute ``request`` on cupy arrays, on the device of ``data`` and the current stream.
 
     The result is written into ``request.out`` when it is C-ordered (see
     :func:`destination`), else into a new C-ordered array. ``force`` names a strategy
     (benchmarks and tests); any of them gives the same bits.
+
+    ``rows`` (``scatterx_cupy._nd``): each row of ``indices`` along the axis holds one
+    value, these (int64, one per row), every one known in bounds: nothing is checked again,
+    and the strategy ``rows`` sorts and reads these, not ``indices``.
     """
     with request.data.device:
-        out, checked = destination(request)
+        out, checked = destination(request, checked=rows is not None)
         if request.n_updates == 0:
             return out
         lay = layout(request.shape, request.index_shape, request.axis)
@@ -88,15 +92,18 @@ def scatter_elements(request: ScatterRequest, force: str | None = None) -> Any:
         if refusal is not None:
             msg = f"strategy {chosen!r} cannot run {key} {reduction}: {refusal}"
             raise ValueError(msg)
+        if rows is not None and chosen == "rows":
+            _whole_rows(out, rows, request, lay)
+            return out
         err = _launch(chosen, out, request, lay)
         if not checked:
             _raise_bad_index(err, request.indices, request)
         return out
 
 
-def destination(request: ScatterRequest) -> tuple[Any, bool]:
+def destination(request: ScatterRequest, checked: bool = False) -> tuple[Any, bool]:
     """The array the kernels update, holding ``data``'s values, and whether the indices
-    were checked already.
+    were checked already (``checked``: they were, by the caller).
 
     ``request.out`` when it is C-ordered (the kernels' layout): its indices are checked
     first, with one host sync, so that a call that raises leaves it untouched (contract
@@ -105,9 +112,10 @@ def destination(request: ScatterRequest) -> tuple[Any, bool]:
     indices are checked by the kernels themselves, at the call's one sync. Bools become
     canonical 0/1 bytes, whatever bytes ``data`` held, as on every backend.
     """
-    data, out = request.data, checked_out(request)
+    data, out = request.data, checked_out(request, checked)
     if out is None:
-        return (_canonical_bool(data) if data.dtype.kind == "b" else data.copy(order="C")), False
+        copied = _canonical_bool(data) if data.dtype.kind == "b" else data.copy(order="C")
+        return copied, checked
     if data.dtype.kind == "b":
         out[...] = _canonical_bool(data)
     elif out is not data:
@@ -115,13 +123,14 @@ def destination(request: ScatterRequest) -> tuple[Any, bool]:
     return out, True
 
 
-def checked_out(request: Request) -> Any:
+def checked_out(request: Request, checked: bool = False) -> Any:
     """``request.out`` when the kernels can write into it (C-ordered), its indices checked
-    first (:func:`check_bounds`); None when there is no such ``out``."""
+    first (:func:`check_bounds`) unless ``checked`` (by the caller); None when there is no
+    such ``out``."""
     out = request.out
     if out is None or not out.flags.c_contiguous:
         return None
-    if request.indices.size:
+    if request.indices.size and not checked:
         check_bounds(request)
     return out
 
@@ -157,9 +166,7 @@ def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> Any:
 
     device_id = out.device.id
     indices = cupy.ascontiguousarray(request.indices)
-    updates = cupy.ascontiguousarray(request.updates)
-    if updates.dtype.kind == "b":
-        updates = _canonical_bool(updates)
+    updates = _kernel_updates(request)
     # err[0]: the first bad position (all ones: none); err[1] (rows): zero when rows are mixed.
     err = cupy.full(2 if chosen == "rows" else 1, _NO_ERROR, dtype=cupy.uint64)
     geom = _geometry(lay.geometry(), device_id)
@@ -196,6 +203,14 @@ def _launch(chosen: str, out: Any, request: ScatterRequest, lay: Layout) -> Any:
         msg = f"strategy must be one of {STRATEGIES}; got {chosen!r}"
         raise ValueError(msg)
     return err
+
+
+def _kernel_updates(request: ScatterRequest) -> Any:
+    """``updates`` as the kernels read them: C-ordered, bools as canonical 0/1 bytes."""
+    import cupy
+
+    updates = cupy.ascontiguousarray(request.updates)
+    return _canonical_bool(updates) if updates.dtype.kind == "b" else updates
 
 
 def _sort_and_reduce(
@@ -301,6 +316,24 @@ def _rows(
     )
     args = (out, rows[order], order, updates, geom, np.int64(rows.size), *shape[1:2])
     walk(_blocks(n), (_BLOCK,), (*args, *shape[3:]))
+
+
+def _whole_rows(out: Any, rows: Any, request: ScatterRequest, lay: Layout) -> None:
+    """Strategy ``rows`` on index rows known whole and in bounds (a ScatterND's): the row
+    keys are ``rows`` themselves, one per row, so the check pass of :func:`_rows` is not
+    needed and no index is read but these; then its walk of the sorted rows."""
+    key_type = _key_type(out)
+    n = request.n_updates
+    key, reduction = request.dtype_key, request.reduction
+    keys = rows.reshape(-1).astype(key_type)  # o = 0: the axis is data's first dimension
+    order = stable_argsort(keys)
+    walk = _compile.module(key, fast=True).get_function(
+        _compile.row_runs_name(key, key_type, reduction)
+    )
+    geom = _geometry(lay.geometry(), out.device.id)
+    sizes = (np.int64(keys.size), np.int64(lay.n_inner), np.int64(lay.size), np.int64(lay.stride))
+    args = (out, keys[order], order, _kernel_updates(request), geom, *sizes)
+    walk(_blocks(n), (_BLOCK,), args)
 
 
 def stable_argsort(keys: Any) -> Any:
