@@ -74,14 +74,14 @@ def apply_rows(
     r0, r1 = share(out.shape[1], task, n_tasks)
     rows, inner = upd.shape[1], upd.shape[2]
     for o in range(upd.shape[0]):
-        dst = out[outer_map[o]]
+        dst, src = out[outer_map[o]], upd[o]
         for a in range(rows):
             v = targets[o * rows + a]
             if v >= r0 and v < r1:
-                row = dst[v]
-                values = upd[o, a]
+                # Indexed in 2-D, not through a view of each row: a view a row costs a
+                # tenth of the embedding-grad add (measured on 80 float32 columns).
                 for q in range(inner):
-                    row[q] = fold(op, row[q], values[q])
+                    dst[v, q] = fold(op, dst[v, q], src[a, q])
 
 
 @inner_function

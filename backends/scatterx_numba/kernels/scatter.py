@@ -31,8 +31,8 @@ numba stamps a kernel's cache entries with this file's time and size alone: afte
 change to a task's module (``tasks``, ``rows``, ``ops``, ...) a process would load the code
 of the old task from a warm cache. Such a change comes with a change here (as the column
 units did, their 2-D views and prefetches of one-column data, the owners' plain copies
-of their rows, and the binned waves' split, ``binned.BINNED_COST_PERCENT``), or with a
-cold cache.
+of their rows, the binned waves' split, ``binned.BINNED_COST_PERCENT``, and the whole-row
+tasks' updates indexed in 2-D), or with a cold cache.
 """
 
 from __future__ import annotations
