@@ -6,6 +6,7 @@ Times are never asserted (performance.md); the verdicts are tested on times give
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from typing import Any
@@ -152,7 +153,9 @@ def test_the_nd_table_prints_both_modes_with_ratios_checks_and_verdicts(
     titles = re.findall(r"^embedding-grad-nd add ([\w-]+): data float32", out, re.MULTILINE)
     assert titles == ["new", "in-place"]
     rows = re.findall(r"^  (onnxruntime-1t|onnxruntime|torch|numba)  .*$", out, re.MULTILINE)
-    assert rows == ["numba", *ND_PEERS] * 2
+    # A peer whose library is missing has no row (torch, in the README's environment).
+    present = [p for p in ND_PEERS if p != "torch" or importlib.util.find_spec("torch")]
+    assert rows == ["numba", *present] * 2
     for line in out.splitlines():
         if line.startswith("  onnxruntime-1t "):
             assert re.search(
