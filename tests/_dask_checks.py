@@ -105,3 +105,26 @@ def assert_each_raises(parts: Iterable[Any], message: str, scheduler: str) -> No
     for part in parts:
         with pytest.raises(IndexError, match=f"^{message}$"):
             part.compute(scheduler=scheduler)
+
+
+def cluster_client(module_name: str, **cluster: Any) -> Iterator[Any]:
+    """A client of a fresh LocalCluster of 2 worker processes, 1 thread each, as long as
+    the generator runs (a module fixture's body). The workers cannot import a test module
+    by name: ``module_name``'s functions travel by value. ``cluster``: more arguments of
+    ``LocalCluster``."""
+    import sys
+
+    distributed = pytest.importorskip("distributed")
+    cloudpickle = pytest.importorskip("cloudpickle")
+    module = sys.modules[module_name]
+    cloudpickle.register_pickle_by_value(module)
+    local = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, **cluster
+    )
+    client = distributed.Client(local)
+    try:
+        yield client
+    finally:
+        client.close()
+        local.close()
+        cloudpickle.unregister_pickle_by_value(module)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import re
 import resource
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
+import _dask_checks as checks
 import scatterx
 from scatterx.backend import out_of_bounds_error
 
@@ -49,27 +49,15 @@ CLUSTER_CONFIG = {
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """A client of a fresh LocalCluster: 2 worker processes with 1 thread each."""
-    module = sys.modules[__name__]  # the workers cannot import this test module by name
-    cloudpickle.register_pickle_by_value(module)
     with dask.config.set(CLUSTER_CONFIG):
-        cluster = distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
+        yield from checks.cluster_client(
+            __name__,
             memory_limit=MEMORY_LIMIT,
-            dashboard_address=None,
             # No dashboard; the scheduler's HTTP routes on a free port, not on 8787.
             scheduler_kwargs={"dashboard_address": ":0"},
             # More numba threads than the worker's one core: process_cores must say 1.
             env={"NUMBA_NUM_THREADS": "2"},
         )
-        client = distributed.Client(cluster)
-        try:
-            yield client
-        finally:
-            client.close()
-            cluster.close()
-            cloudpickle.unregister_pickle_by_value(module)
 
 
 def _compute(array: Any, where: str, request: pytest.FixtureRequest) -> Any:

@@ -6,7 +6,6 @@ the threaded scheduler and a ``distributed`` cluster (contract.md sections 8 and
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -232,20 +231,7 @@ def test_trailing_blocks_are_independent() -> None:
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """A client of a small LocalCluster: 2 worker processes, 1 thread each."""
-    distributed = pytest.importorskip("distributed")
-    cloudpickle = pytest.importorskip("cloudpickle")
-    module = sys.modules[__name__]  # the workers cannot import this test module by name
-    cloudpickle.register_pickle_by_value(module)
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    )
-    client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
-        cloudpickle.unregister_pickle_by_value(module)
+    yield from checks.cluster_client(__name__)
 
 
 @pytest.mark.xdist_group("dask-distributed")

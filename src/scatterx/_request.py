@@ -327,8 +327,7 @@ class GatherNDRequest(_GatherNDFields, _Gathers):
         return tuple(self.indices.shape[:-1]) + tuple(self.data.shape[start:])
 
 
-#: A request of ScatterElements or GatherElements: what torch's operators, autograd and
-#: JAX's traces take.
+#: A request of ScatterElements or GatherElements: what numba's element kernels plan.
 ElementsRequest = ScatterRequest | GatherRequest
 #: Any request: what selection and routes handle alike.
 Request = ScatterRequest | GatherRequest | ScatterNDRequest | GatherNDRequest
