@@ -193,11 +193,13 @@ def test_the_callback_serves_what_the_target_cannot(monkeypatch: pytest.MonkeyPa
 
 def test_other_platforms_get_the_callback() -> None:
     data, indices, updates = (jnp.asarray(a) for a in _case("float32", (4, 3), (2, 3), axis=0))
-    jaxpr = str(jax.make_jaxpr(_jitted_scatter(0, "add"))(data, indices, updates))
-    assert "branches_platforms=(('cpu',), None)" in jaxpr  # the target's branch, the default
-    target, default = jaxpr.split("target_name=scatterx_run")
-    assert "ffi_call" in target
-    assert "pure_callback" in default
+    traced = _jitted_scatter(0, "add").trace(data, indices, updates)
+    assert "scatterx_call" in str(traced.jaxpr)  # one primitive, lowered per platform
+    assert f"custom_call @{_jax_ffi.TARGET}" in traced.lower().as_text()
+    # Off the CPU, the host callback: JAX cannot lower one for a platform it does not
+    # have here, which the target's custom call (text only) would not need.
+    with pytest.raises(ValueError, match="lowering platform cuda"):
+        traced.lower(lowering_platforms=("cuda",))
 
 
 def test_explain_under_jit_names_the_target() -> None:

@@ -13,8 +13,9 @@ and its checks are the pipeline's, as in the host callback. An error becomes an
 callback's, ``"IndexError: ..."``.
 
 The target serves every traced call on the CPU; the host callback (:mod:`scatterx._jax.trace`)
-serves the other platforms (``jax.lax.platform_dependent`` picks at lowering) and every
-call when numba is missing.
+serves the other platforms (the primitive of :mod:`scatterx._jax.donation` is lowered per
+platform) and every call when numba is missing. Where a scatter's ``data`` is donated,
+XLA hands its buffer over as the result's too, and the call runs in place.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._request import Request
+from . import donation
 
 TARGET = "scatterx_run"
 ROUTE = (
@@ -146,12 +148,11 @@ def key(request: Request, choice: Any, run: Run) -> int:
     return found
 
 
-def call(key: int, result: Any, *arrays: Any) -> Any:
-    """The traced ``ffi_call`` of the target for the entry ``key``."""
-    import jax
-
-    run: Any = jax.ffi.ffi_call(TARGET, result, vmap_method="broadcast_all")
-    return run(*arrays, key=np.int64(key))
+def call(key: int, result: Any, *arrays: Any, scatter: bool, callback: Any) -> Any:
+    """The traced call of the target for the entry ``key`` (``callback`` off the CPU); a
+    ``scatter``'s writes into ``data``'s buffer where the caller donated it
+    (:mod:`scatterx._jax.donation`)."""
+    return donation.bind(donation.Call(TARGET, key, scatter, callback), result, *arrays)
 
 
 def _serve(meta: np.ndarray[Any, Any]) -> int:
@@ -171,19 +172,29 @@ def _serve(meta: np.ndarray[Any, Any]) -> int:
         if words[2] != len(entry.dtypes):
             msg = f"the FFI target {TARGET!r} got {words[2]} buffers for {len(entry.dtypes)}"
             raise ValueError(msg)
-        views, at = [], 3
-        for index, dtype in enumerate(entry.dtypes):
-            address, rank = words[at], words[at + 1]
-            shape = tuple(words[at + 2 : at + 2 + rank])
-            writeable = index == len(entry.dtypes) - 1
-            views.append(_view(address, shape, dtype, writeable))
-            at += 2 + rank
-        *inputs, out = views
+        *inputs, out = _views(words, entry.dtypes)
         entry.run(out.ndim - entry.rank, tuple(inputs), out)
     except BaseException as error:  # nothing may unwind through XLA: it gets them all
         code = _OUT_OF_RANGE if isinstance(error, IndexError) else _INVALID_ARGUMENT
         return _error(api, f"{type(error).__name__}: {error}", code)
     return 0
+
+
+def _views(words: list[int], dtypes: tuple[np.dtype[Any], ...]) -> list[Any]:
+    """NumPy views of the buffers that ``words`` describe, the result's writable. Where XLA
+    hands ``data``'s buffer over as the result's (a donated ``data``, aliased by
+    :mod:`scatterx._jax.donation`), both are the one writable view: the run sees the call
+    as in place (``out`` is ``data``)."""
+    found, at = [], 3
+    for dtype in dtypes:
+        rank = words[at + 1]
+        found.append((words[at], tuple(words[at + 2 : at + 2 + rank]), dtype))
+        at += 2 + rank
+    views = [_view(*buffer, writeable=False) for buffer in found[:-1]]
+    if found[0] == found[-1] and views[0].size:
+        views[0].flags.writeable = True
+        return [*views, views[0]]
+    return [*views, _view(*found[-1], writeable=True)]
 
 
 def _view(address: int, shape: tuple[int, ...], dtype: np.dtype[Any], writeable: bool) -> Any:

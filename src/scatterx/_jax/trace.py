@@ -92,10 +92,14 @@ def _on_host(request: Request) -> Host:
     checked at trace time. Under ``jax.vmap`` (its batch dimensions in front) they make
     the request of the batch (:func:`_batched`), checked by nothing again."""
 
-    def host(choice: Configured, batch: int, *arrays: Any) -> Any:
+    def host(choice: Configured, batch: int, *arrays: Any, out: Any = None) -> Any:
         if batch == 0:
-            return run(request.with_arrays(arrays, NUMPY, "cpu"), choice)
-        return run(_batched(request, batch, arrays), choice)
+            made = request.with_arrays(arrays, NUMPY, "cpu")
+        else:
+            made = _batched(request, batch, arrays)
+        if out is None:
+            return run(made, choice)
+        return run(made._replace(out=out), choice, out)
 
     return host
 
@@ -146,6 +150,7 @@ class _Lowered:
         self.callback = _host(unbatched, request.data.ndim)
         self.shape = request.result_shape  # unbatched: vmap's dimensions come in front
         self.key: int | None = None
+        self.scatter = isinstance(request, (ScatterRequest, ScatterNDRequest))
         if _jax_ffi.serves(request) is None:
             self.key = _jax_ffi.key(request, choice, _ffi_run(unbatched))
 
@@ -158,14 +163,10 @@ class _Lowered:
     def __call__(self, result: Any, *arrays: Any) -> Any:
         import jax
 
-        def callback(*arrays: Any) -> Any:
+        if self.key is None:
             return jax.pure_callback(self.callback, result, *arrays, vmap_method="broadcast_all")
-
-        key = self.key
-        if key is None:
-            return callback(*arrays)
-        return jax.lax.platform_dependent(
-            *arrays, cpu=lambda *a: _jax_ffi.call(key, result, *a), default=callback
+        return _jax_ffi.call(
+            self.key, result, *arrays, scatter=self.scatter, callback=self.callback
         )
 
 
@@ -179,9 +180,9 @@ class _Unbatched:
         self.choice = choice
         self.columns = columns  # the user's: the batched call's axes are shifted
 
-    def __call__(self, batch: int, *arrays: Any) -> Any:
+    def __call__(self, batch: int, *arrays: Any, out: Any = None) -> Any:
         try:
-            return self.host(self.choice, batch, *arrays)
+            return self.host(self.choice, batch, *arrays, out=out)
         except IndexError:
             if batch == 0:
                 raise
@@ -210,9 +211,13 @@ def _in_batch_element(batch: int, columns: _Columns, indices: Any) -> IndexError
 def _ffi_run(run_host: _Unbatched) -> _jax_ffi.Run:
     """The FFI target's run: the pipeline on the views of XLA's buffers, vmap's batch in
     front; the result made in XLA's result buffer ``out`` where the backend makes it with
-    ``empty_aligned``, else copied there."""
+    ``empty_aligned``, else copied there. Where ``out`` is ``data`` (donated), the call
+    runs in place, as with ``out=data``: nothing of ``data`` is copied."""
 
     def run(batch: int, arrays: tuple[Any, ...], out: Any) -> None:
+        if arrays[0] is out:
+            run_host(batch, *arrays, out=out)
+            return
         with results_into(out):
             result = run_host(batch, *arrays)
         if result is not out:
