@@ -163,8 +163,9 @@ def test_blocks_run_on_the_backend_chosen_for_them(monkeypatch: pytest.MonkeyPat
     """Each in-memory gather of a task (with data chunked along the axis, one flat read per
     block of data) runs on the backend scatterx chooses for it, numba on the cores its task
     can take; the bits stay the numpy backend's."""
-    from scatterx_dask import _tasks
+    from scatterx_dask import _plan, _tasks
 
+    monkeypatch.setattr(_plan, "MERGE_ALONG", False)  # routed, however small the data
     chosen: list[str] = []
     shared: list[int] = []
 

@@ -10,11 +10,18 @@ import pytest
 
 import scatterx
 from _subprocess import run_python
-from scatterx_dask import _lanes, _route, _split
+from scatterx_dask import _lanes, _plan, _route, _split
 
 da = pytest.importorskip("dask.array")
 
 Array = np.ndarray[Any, Any]
+
+
+@pytest.fixture(autouse=True)
+def _routed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Data chunked along the axis is routed to here, however small (not put whole first:
+    see :func:`scatterx_dask._plan.merged_along`)."""
+    monkeypatch.setattr(_plan, "MERGE_ALONG", False)
 
 
 def _tasks(n: int) -> int:

@@ -6,7 +6,11 @@ start a team of threads per core for every task: cores x cores threads. Instead,
 of one process share its cores as tokens. A task about to launch numba takes every token
 that is free (at least one, waiting for it), runs numba with that many threads, and gives
 them back. One large block then runs on every core, and many blocks run side by side, one
-core each once they queue up; no more numba threads run than the process has cores.
+core each once they queue up; no more numba threads run than the process has cores. Where
+a graph knows that ``n`` of its tasks run side by side (the chains of a scatter, one per
+column), each takes at most ``cores // n``: else the first would take every core and the
+others wait for it, while the parts of its call that run on one thread (copies of
+strided blocks, say) leave the other cores idle.
 
 The cores of a process: a ``distributed`` worker's ``nthreads`` (what the cluster gave it);
 else numba's thread count (``NUMBA_NUM_THREADS``, by default the cores this process may
@@ -58,17 +62,21 @@ class CoreShare:
     def __init__(self, cores: Callable[[], int] = process_cores) -> None:
         self._count = cores
         self._free: int | None = None
+        self._cores = 1
         self._changed = threading.Condition()
 
     @contextlib.contextmanager
-    def take(self) -> Iterator[int]:
-        """Take every free core (at least one, waiting for it); yield how many."""
+    def take(self, side: int = 1) -> Iterator[int]:
+        """Take every free core (at least one, waiting for it), or this task's fair share of
+        the process's cores where ``side`` tasks of its graph run side by side; yield how
+        many."""
         with self._changed:
             if self._free is None:  # counted once, by the first task, under the lock
-                self._free = self._count()
+                self._free = self._cores = self._count()
             while self._free < 1:
                 self._changed.wait()
-            taken, self._free = self._free, 0
+            taken = min(self._free, max(1, self._cores // max(side, 1)))
+            self._free -= taken
         try:
             yield taken
         finally:
@@ -80,10 +88,11 @@ class CoreShare:
 SHARE = CoreShare()
 
 
-def run_on_numba(run: Callable[[], Any]) -> Any:
-    """``run()``, a numba call, on the cores this task can take now."""
+def run_on_numba(run: Callable[[], Any], side: int = 1) -> Any:
+    """``run()``, a numba call, on the cores this task can take now (its share of them
+    where ``side`` tasks of its graph run side by side: see :meth:`CoreShare.take`)."""
     numba: Any = importlib.import_module("numba")
-    with SHARE.take() as cores:
+    with SHARE.take(side) as cores:
         before = numba.get_num_threads()
         numba.set_num_threads(min(cores, numba.config.NUMBA_NUM_THREADS))
         try:

@@ -15,7 +15,10 @@ With data whole along the axis (unless one in-memory call reads every index: it 
 them itself), a guard checks every index against the axis's bounds before any block is
 made, on a clone of the indices' graph (so that no block of indices waits in memory for
 the chains): its tasks find the first bad index of a few blocks each, a tree of small
-tasks the first of all, and the guard raises the contract's IndexError for it. With data
+tasks the first of all, and the guard raises the contract's IndexError for it. Where the
+result is small (``scatterx_dask._run._self_checked``), a scatter's chains check their own
+indices instead, with the in-memory calls they make anyway (no second pass over the
+indices), and each block of the result waits for the guard over all of their findings. With data
 chunked along the axis the splits of the route read every index anyway, and the same tree
 takes their first bad indices. Every block of the result that reads indices waits for the
 guard, so any computation of such blocks (the whole result or a part) reads every index,
@@ -129,6 +132,7 @@ def tasks(
     arrays: tuple[Any, Any],
     clone: Any,
     shares: bool = False,
+    self_checked: bool = False,
 ) -> dict[Any, Any]:
     """The graph's new tasks: the result's blocks are ``(name, *block)``.
 
@@ -139,6 +143,9 @@ def tasks(
     axis (the splits check the indices they read: see :mod:`scatterx_dask._lanes`).
     ``shares``: the route's lanes may travel as one share per reader (on a cluster: see
     :func:`scatterx_dask._lanes.butterfly`).
+    ``self_checked``: data whole along the axis, the chains' in-memory calls check their
+    own indices and a guard over their findings orders every block of the result that
+    they make after all of them (see :func:`_fold_checked`), in place of a guard's pass.
     """
     data, axis, size = request.data, request.axis, request.axis_size
     graph: dict[Any, Any] = {}
@@ -150,10 +157,13 @@ def tasks(
     for block in itertools.product(*(range(n) for n in data.numblocks)):
         if any(block[d] >= columns[d] for d in range(data.ndim) if d != axis):
             graph[(name, *block)] = (_tasks.copied, (data.name, *block), axis, request.reduction)
+    side = math.prod(n for d, n in enumerate(columns) if d != axis)
     for column in itertools.product(
         *(range(n) if d != axis else [0] for d, n in enumerate(columns))
     ):
-        if data.numblocks[axis] == 1:
+        if self_checked:
+            found.append(_fold_checked(graph, request, name, arrays, (column, side)))
+        elif data.numblocks[axis] == 1:
             _fold(
                 graph,
                 request,
@@ -164,9 +174,43 @@ def tasks(
             )
         else:
             found += _lanes.scattered(graph, request, name, arrays, column, (guard, shares))
-    if routed:
+    if routed or self_checked:
         _tree(graph, name, found, axis, size)
     return graph
+
+
+def _fold_checked(
+    graph: dict[Any, Any],
+    request: ScatterRequest,
+    name: str,
+    arrays: tuple[Any, Any],
+    where: tuple[tuple[int, ...], int],
+) -> tuple[Any, ...]:
+    """The chain of one column, data whole along the axis, with no guard before it: each
+    task is one in-memory call that checks its own block of indices
+    (:func:`scatterx_dask._tasks.step_checked`). The column's block of the result waits
+    for the guard over every chain's first bad index (the tree that ends in
+    ``{name}-guard``), so any part of the result raises for the first of the whole. Return
+    the key of the chain's first bad index, for that tree.
+
+    ``where``: the column, and how many chains run side by side (they share the cores).
+    """
+    (column, side), axis, size = where, request.axis, request.axis_size
+    indices, updates = arrays
+    offsets = [_lanes.starts(sizes) for sizes in indices.chunks]
+    state: Any = (request.data.name, *column)
+    for row in range(indices.numblocks[axis]):
+        part = (*column[:axis], row, *column[axis + 1 :])
+        key = (f"{name}-fold-{row}", *column)
+        at = (tuple(offsets[d][i] for d, i in enumerate(part)), indices.shape, size)
+        how = (request.reduction, side)
+        blocks = ((indices.name, *part), (updates.name, *part))
+        graph[key] = (_tasks.step_checked, state, *blocks, at, axis, how)
+        state = key
+    graph[(name, *column)] = (_tasks.block_of, state, f"{name}-guard")
+    bad = (f"{name}-bad", *column)
+    graph[bad] = (_tasks.bad_of, state)
+    return bad
 
 
 def _fold(

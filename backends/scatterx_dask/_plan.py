@@ -7,6 +7,10 @@ data's chunks (cut where they end, since they may be shorter than data there), a
 the axis into the fewest pieces that keep one block of indices no larger than the largest
 block of the three inputs: each piece is one task of a column's fold, which copies its
 block of the result once, so small chunks along the axis are merged.
+
+Data chunked along the axis is routed to (:mod:`scatterx_dask._lanes`), unless a column of
+it, the axis whole, is no larger than the largest block of the three inputs: then it is put
+whole along the axis first (:func:`merged_along`), one copy of data, for the folds above.
 """
 
 from __future__ import annotations
@@ -50,6 +54,24 @@ def _split(sizes: tuple[int, ...], most: int) -> tuple[int, ...]:
         if rest:
             pieces.append(rest)
     return tuple(pieces)
+
+
+#: Whether data chunked along the axis may be put whole along it (:func:`merged_along`);
+#: the tests of the route turn it off.
+MERGE_ALONG = True
+
+
+def merged_along(data: Chunks, indices: Chunks, updates: Chunks, axis: int) -> bool:
+    """Whether data, chunked along the axis, is put whole along it rather than routed to: a
+    column of it (the axis whole, data's largest chunk on every other dimension) holds no
+    more elements than the largest block of the three inputs, so a task of the folds holds
+    no more than a task reading the inputs does. Routing would sort every update, move it
+    through the route's stages and join it again; putting data whole copies data once.
+    """
+    if not MERGE_ALONG or len(data[axis]) < 2:
+        return False
+    column = sum(data[axis]) * math.prod(max(s, default=0) for d, s in enumerate(data) if d != axis)
+    return column <= max(_largest_block(data), _largest_block(indices), _largest_block(updates))
 
 
 def plan(data: Chunks, indices: Chunks, updates: Chunks, axis: int) -> Plan:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import operator
 from typing import Any
 
 from scatterx.backend import GatherRequest, ScatterRequest
 
 from . import _graph, _tasks
 from ._cores import loaded_distributed
-from ._plan import plan
+from ._plan import merged_along, plan
 
 
 def _renamed(key: Any, token: str) -> Any:
@@ -47,6 +48,26 @@ def _guarded(data: Any, indices: Any, rechunked: Any, axis: int, token: str) -> 
     ``rechunked`` indices need no guard (see :func:`scatterx_dask._graph.needs_guard`)."""
     needed = _graph.needs_guard(data, rechunked, axis)
     return [_clone(indices, f"checked-{token}")] if needed else []
+
+
+#: The result that a scatter's chains may hold at once, waiting for each other's checks
+#: (:func:`_self_checked`), in chunks of dask's ``array.chunk-size``.
+SELF_CHECKED_CHUNKS = 2
+
+
+def _self_checked(data: Any, indices: Any, axis: int) -> bool:
+    """Whether the chains of a scatter (data whole along the axis) check their own indices,
+    in place of a guard's pass over a clone of them: where a guard is needed and the
+    result is small (at most :data:`SELF_CHECKED_CHUNKS` of dask's ``array.chunk-size``),
+    since every block of it is then held until every chain has run.
+    """
+    import dask
+    from dask.utils import parse_bytes
+
+    if not _graph.needs_guard(data, indices, axis):
+        return False
+    chunk = parse_bytes(dask.config.get("array.chunk-size"))
+    return bool(data.nbytes <= SELF_CHECKED_CHUNKS * chunk)
 
 
 def _on_a_cluster() -> bool:
@@ -87,20 +108,44 @@ def scatter_elements(request: ScatterRequest, checked: bool = False) -> Any:
     request = request._replace(data=data, updates=updates)
     if request.n_updates == 0:
         return data.map_blocks(_tasks.copied, request.axis, request.reduction, dtype=data.dtype)
+    if merged_along(data.chunks, indices.chunks, updates.chunks, request.axis):
+        whole = request._replace(data=data.rechunk({request.axis: -1}))
+        return _cut_along(scatter_elements(whole, checked), data.chunks, request.axis)
     lined_up = plan(data.chunks, indices.chunks, updates.chunks, request.axis)
     indices_r = indices.rechunk(lined_up.index_chunks)
     updates_r = updates.rechunk(lined_up.index_chunks)
     token = tokenize(data, indices, updates, request.axis, request.reduction)
     routed = data.numblocks[request.axis] > 1  # its splits check the indices they read
-    guarded = routed or checked
+    self_checked = not (routed or checked) and _self_checked(data, indices_r, request.axis)
+    guarded = routed or checked or self_checked
     clones = [] if guarded else _guarded(data, indices, indices_r, request.axis, token)
     name = f"scatter_elements-{token}"
     clone = clones[0] if clones else None
     arrays = (indices_r, updates_r)
-    layer = _graph.tasks(request, name, lined_up, arrays, clone, shares=_on_a_cluster())
+    shares = _on_a_cluster()
+    layer = _graph.tasks(request, name, lined_up, arrays, clone, shares, self_checked)
     inputs = [data, indices_r, updates_r, *clones]
     graph = HighLevelGraph.from_collections(name, layer, dependencies=inputs)
     return da.Array(graph, name, data.chunks, meta=data._meta)
+
+
+def _cut_along(whole: Any, chunks: Any, axis: int) -> Any:
+    """``whole`` (whole along ``axis``) in ``chunks``: each block a view of its column's."""
+    import itertools
+
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    name = f"scatter_elements-{tokenize(whole.name, chunks)}"
+    edges = list(itertools.accumulate(chunks[axis], initial=0))
+    layer: dict[Any, Any] = {}
+    for block in itertools.product(*(range(len(c)) for c in chunks)):
+        column = (*block[:axis], 0, *block[axis + 1 :])
+        where = (slice(None),) * axis + (slice(edges[block[axis]], edges[block[axis] + 1]),)
+        layer[(name, *block)] = (operator.getitem, (whole.name, *column), where)
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[whole])
+    return da.Array(graph, name, chunks, meta=whole._meta)  # type: ignore[no-untyped-call]
 
 
 def gather_elements(request: GatherRequest, checked: bool = False) -> Any:
@@ -117,6 +162,8 @@ def gather_elements(request: GatherRequest, checked: bool = False) -> Any:
 
     data, indices, axis = request.data, request.indices, request.axis
     data = _strings_checked(data, "data")
+    if merged_along(data.chunks, indices.chunks, indices.chunks, axis):
+        data = data.rechunk({axis: -1})  # a column no larger than an input's block
     request = request._replace(data=data)
     if request.n_indices == 0:
         return indices.map_blocks(_tasks.gathered_nothing, data.dtype, meta=data._meta)

@@ -70,11 +70,14 @@ def guard(found: BadIndex | None, axis: int, size: int) -> None:
         raise out_of_bounds_error(found.value, found.position, axis, size)
 
 
-def scatter_block(state: Array, indices: Array, updates: Array, axis: int, reduction: str) -> Any:
+def scatter_block(
+    state: Array, indices: Array, updates: Array, axis: int, reduction: str, side: int = 1
+) -> Any:
     """One in-memory call, on the backend scatterx chooses for the blocks (numba on the
-    cores this task can take now: see :mod:`scatterx_dask._cores`)."""
+    cores this task can take now, its share where ``side`` tasks run side by side: see
+    :mod:`scatterx_dask._cores`)."""
     name, run = block_call(state, indices, updates, axis, reduction)
-    return run_on_numba(run) if name == "numba" else run()
+    return run_on_numba(run, side) if name == "numba" else run()
 
 
 def step(
@@ -85,6 +88,50 @@ def step(
     ``checked`` is the bounds guard's value (None): it only orders this task after it.
     """
     return scatter_block(state, indices, updates, axis, reduction)
+
+
+class Folded(NamedTuple):
+    """A block of the result so far, checked by its own calls: the first bad index of the
+    blocks of indices folded into it (their calls scatter nothing once one is found)."""
+
+    block: Any
+    bad: BadIndex | None
+
+
+def step_checked(
+    state: Any, indices: Array, updates: Array, where: tuple[Any, ...], axis: int, how: Any
+) -> Folded:
+    """:func:`step`, its own in-memory call checking the bounds in place of a guard.
+
+    ``state`` is data's block or the :class:`Folded` of the step before; ``where`` the
+    block's offsets, the shape of the whole indices and the axis's size: an IndexError of
+    the call becomes the block's first bad index in the whole (C order), and the later
+    steps of the chain only look for an earlier one in their blocks. ``how``: the
+    reduction and how many chains run side by side (see :func:`scatter_block`).
+    """
+    earlier = None
+    if isinstance(state, Folded):
+        state, earlier = state
+    if earlier is None:
+        try:
+            return Folded(scatter_block(state, indices, updates, axis, *how), None)
+        except IndexError:
+            bad = first_bad(indices, *where)
+            if bad is None:  # not the bounds': the call's own error
+                raise
+            return Folded(state, bad)
+    return Folded(state, earliest(earlier, first_bad(indices, *where)))
+
+
+def bad_of(folded: Folded) -> BadIndex | None:
+    """The first bad index that a chain of :func:`step_checked` found, or None."""
+    return folded.bad
+
+
+def block_of(folded: Folded, checked: None) -> Any:
+    """The block a chain of :func:`step_checked` made, once every chain's bad index was
+    looked at by the guard (whose value is ``checked``)."""
+    return folded.block
 
 
 def copied(block: Array, axis: int, reduction: str) -> Any:
