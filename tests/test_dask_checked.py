@@ -1,7 +1,6 @@
 """The dask backend's plans for small results (issue 46): chains that check their own
 indices in place of a guard's pass, data chunked along the axis put whole rather than
-routed to, and the cores shared fairly by chains side by side. Each plan against the one
-it replaces: the same bits, the same errors."""
+routed to. Each plan against the one it replaces: the same bits, the same errors."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import pytest
 import _dask_checks as checks
 import scatterx
 from scatterx.testing import Case, all_cases, run_case
-from scatterx_dask import _cores, _plan, _run, test_chunks
+from scatterx_dask import _plan, _run, test_chunks
 from test_dask_backend import BAD_CHUNKINGS, BAD_INDICES, CHUNKINGS
 
 dask = pytest.importorskip("dask")
@@ -125,16 +124,6 @@ def test_large_data_along_the_axis_is_routed_to() -> None:
     assert not _plan.merged_along(((40,),), ((40,) * 10,), ((30,) * 10,), 0)  # whole already
     assert _plan.merged_along(((2, 2), (3, 3)), ((1,), (12,)), ((1,), (12,)), 0)
     assert not _plan.merged_along(((2, 2), (3, 3)), ((1,), (11,)), ((1,), (11,)), 0)
-
-
-def test_chains_side_by_side_take_their_share_of_the_cores() -> None:
-    share = _cores.CoreShare(cores=lambda: 4)
-    with share.take(side=2) as first, share.take(side=2) as second:
-        assert (first, second) == (2, 2)
-    with share.take(side=8) as one, share.take() as rest:
-        assert (one, rest) == (1, 3)
-    with share.take() as alone:
-        assert alone == 4
 
 
 _ROUTED_CASES = [

@@ -6,11 +6,7 @@ start a team of threads per core for every task: cores x cores threads. Instead,
 of one process share its cores as tokens. A task about to launch numba takes every token
 that is free (at least one, waiting for it), runs numba with that many threads, and gives
 them back. One large block then runs on every core, and many blocks run side by side, one
-core each once they queue up; no more numba threads run than the process has cores. Where
-a graph knows that ``n`` of its tasks run side by side (the chains of a scatter, one per
-column), each takes at most ``cores // n``: else the first would take every core and the
-others wait for it, while the parts of its call that run on one thread (copies of
-strided blocks, say) leave the other cores idle.
+core each once they queue up; no more numba threads run than the process has cores.
 
 The cores of a process: a ``distributed`` worker's ``nthreads`` (what the cluster gave it);
 else numba's thread count (``NUMBA_NUM_THREADS``, by default the cores this process may
@@ -62,21 +58,17 @@ class CoreShare:
     def __init__(self, cores: Callable[[], int] = process_cores) -> None:
         self._count = cores
         self._free: int | None = None
-        self._cores = 1
         self._changed = threading.Condition()
 
     @contextlib.contextmanager
-    def take(self, side: int = 1) -> Iterator[int]:
-        """Take every free core (at least one, waiting for it), or this task's fair share of
-        the process's cores where ``side`` tasks of its graph run side by side; yield how
-        many."""
+    def take(self) -> Iterator[int]:
+        """Take every free core (at least one, waiting for it); yield how many."""
         with self._changed:
             if self._free is None:  # counted once, by the first task, under the lock
-                self._free = self._cores = self._count()
+                self._free = self._count()
             while self._free < 1:
                 self._changed.wait()
-            taken = min(self._free, max(1, self._cores // max(side, 1)))
-            self._free -= taken
+            taken, self._free = self._free, 0
         try:
             yield taken
         finally:
@@ -88,11 +80,10 @@ class CoreShare:
 SHARE = CoreShare()
 
 
-def run_on_numba(run: Callable[[], Any], side: int = 1) -> Any:
-    """``run()``, a numba call, on the cores this task can take now (its share of them
-    where ``side`` tasks of its graph run side by side: see :meth:`CoreShare.take`)."""
+def run_on_numba(run: Callable[[], Any]) -> Any:
+    """``run()``, a numba call, on the cores this task can take now."""
     numba: Any = importlib.import_module("numba")
-    with SHARE.take(side) as cores:
+    with SHARE.take() as cores:
         before = numba.get_num_threads()
         numba.set_num_threads(min(cores, numba.config.NUMBA_NUM_THREADS))
         try:

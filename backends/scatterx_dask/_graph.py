@@ -157,12 +157,11 @@ def tasks(
     for block in itertools.product(*(range(n) for n in data.numblocks)):
         if any(block[d] >= columns[d] for d in range(data.ndim) if d != axis):
             graph[(name, *block)] = (_tasks.copied, (data.name, *block), axis, request.reduction)
-    side = math.prod(n for d, n in enumerate(columns) if d != axis)
     for column in itertools.product(
         *(range(n) if d != axis else [0] for d, n in enumerate(columns))
     ):
         if self_checked:
-            found.append(_fold_checked(graph, request, name, arrays, (column, side)))
+            found.append(_fold_checked(graph, request, name, arrays, column))
         elif data.numblocks[axis] == 1:
             _fold(
                 graph,
@@ -184,7 +183,7 @@ def _fold_checked(
     request: ScatterRequest,
     name: str,
     arrays: tuple[Any, Any],
-    where: tuple[tuple[int, ...], int],
+    column: tuple[int, ...],
 ) -> tuple[Any, ...]:
     """The chain of one column, data whole along the axis, with no guard before it: each
     task is one in-memory call that checks its own block of indices
@@ -192,10 +191,8 @@ def _fold_checked(
     for the guard over every chain's first bad index (the tree that ends in
     ``{name}-guard``), so any part of the result raises for the first of the whole. Return
     the key of the chain's first bad index, for that tree.
-
-    ``where``: the column, and how many chains run side by side (they share the cores).
     """
-    (column, side), axis, size = where, request.axis, request.axis_size
+    axis, size = request.axis, request.axis_size
     indices, updates = arrays
     offsets = [_lanes.starts(sizes) for sizes in indices.chunks]
     state: Any = (request.data.name, *column)
@@ -203,9 +200,8 @@ def _fold_checked(
         part = (*column[:axis], row, *column[axis + 1 :])
         key = (f"{name}-fold-{row}", *column)
         at = (tuple(offsets[d][i] for d, i in enumerate(part)), indices.shape, size)
-        how = (request.reduction, side)
         blocks = ((indices.name, *part), (updates.name, *part))
-        graph[key] = (_tasks.step_checked, state, *blocks, at, axis, how)
+        graph[key] = (_tasks.step_checked, state, *blocks, at, axis, request.reduction)
         state = key
     graph[(name, *column)] = (_tasks.block_of, state, f"{name}-guard")
     bad = (f"{name}-bad", *column)

@@ -70,14 +70,11 @@ def guard(found: BadIndex | None, axis: int, size: int) -> None:
         raise out_of_bounds_error(found.value, found.position, axis, size)
 
 
-def scatter_block(
-    state: Array, indices: Array, updates: Array, axis: int, reduction: str, side: int = 1
-) -> Any:
+def scatter_block(state: Array, indices: Array, updates: Array, axis: int, reduction: str) -> Any:
     """One in-memory call, on the backend scatterx chooses for the blocks (numba on the
-    cores this task can take now, its share where ``side`` tasks run side by side: see
-    :mod:`scatterx_dask._cores`)."""
+    cores this task can take now: see :mod:`scatterx_dask._cores`)."""
     name, run = block_call(state, indices, updates, axis, reduction)
-    return run_on_numba(run, side) if name == "numba" else run()
+    return run_on_numba(run) if name == "numba" else run()
 
 
 def step(
@@ -99,22 +96,21 @@ class Folded(NamedTuple):
 
 
 def step_checked(
-    state: Any, indices: Array, updates: Array, where: tuple[Any, ...], axis: int, how: Any
+    state: Any, indices: Array, updates: Array, where: tuple[Any, ...], axis: int, reduction: str
 ) -> Folded:
     """:func:`step`, its own in-memory call checking the bounds in place of a guard.
 
     ``state`` is data's block or the :class:`Folded` of the step before; ``where`` the
     block's offsets, the shape of the whole indices and the axis's size: an IndexError of
     the call becomes the block's first bad index in the whole (C order), and the later
-    steps of the chain only look for an earlier one in their blocks. ``how``: the
-    reduction and how many chains run side by side (see :func:`scatter_block`).
+    steps of the chain only look for an earlier one in their blocks.
     """
     earlier = None
     if isinstance(state, Folded):
         state, earlier = state
     if earlier is None:
         try:
-            return Folded(scatter_block(state, indices, updates, axis, *how), None)
+            return Folded(scatter_block(state, indices, updates, axis, reduction), None)
         except IndexError:
             bad = first_bad(indices, *where)
             if bad is None:  # not the bounds': the call's own error
