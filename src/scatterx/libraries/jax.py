@@ -1,6 +1,7 @@
-"""The JAX adapter: CPU buffers as read-only NumPy views, results back by DLPack or
-``device_put``; tracers (inside ``jax.jit``, ``jax.vmap``, ``jax.grad``) have no device
-and run as a host callback (:mod:`scatterx._jax.trace`)."""
+"""The JAX adapter: CPU buffers as read-only NumPy views (concrete arrays carried early),
+results back without a copy (:mod:`scatterx._jax.eager`); tracers (inside ``jax.jit``,
+``jax.vmap``, ``jax.grad``) have no device and run as a host callback
+(:mod:`scatterx._jax.trace`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .base import TRACED, Array, Arrays, Library
+from .._jax.eager import cpu_device, early, to_jax
+from .base import NUMPY, TRACED, Array, Arrays, Library, Route, type_name
+
+_EARLY: dict[type, Route] = {}  # the routes of arrays carried early, filled without a lock
 
 
 class Jax(Library):
@@ -32,11 +36,17 @@ class Jax(Library):
         return tuple(np.asarray(a) for a in arrays)
 
     def back(self, result: Array, like: Array, dtype_key: str) -> Array:
-        import jax
+        return to_jax(result, like.device)
 
-        if dtype_key == "bfloat16":  # JAX's DLPack takes no bfloat16 from NumPy
-            return jax.device_put(result, like.device)
-        return jax.numpy.from_dlpack(result, device=like.device)
+    #: Concrete CPU arrays' NumPy views, before the check: the small call's way.
+    early = staticmethod(early)
+
+    def early_route(self, kind: type) -> Route:
+        route = _EARLY.get(kind)
+        if route is None:
+            device = cpu_device()
+            route = _EARLY.setdefault(kind, Route(self, type_name(kind), device, NUMPY, None))
+        return route
 
 
 def _is_tracer(array: Array) -> bool:
