@@ -177,10 +177,13 @@ def test_bench_dask_prints_its_table_and_the_scaling_case(
     assert "same block checksums on every cluster: yes" in out.out
     assert "speed-up from 1 to 2 workers" in out.out
     assert "3x3" not in out.out  # no 3x3 call on dask arrays
+    assert "2 blocks: compute / numba highest" in out.out  # scatterx_bench.dask_blocks
+    assert "4 blocks: compute / numba highest" in out.out
 
     saved = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     run = saved["libraries"]["dask"]
     assert run["columns"] == list(COLUMNS)
+    assert run["blocks"] == [2, 4]
     assert [row["reduction"] for row in run["rows"]] == ["add", "max"]
     assert run["layouts"]["last-axis-sparse"]["blocks"] == {
         "data": 1,

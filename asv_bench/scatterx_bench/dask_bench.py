@@ -10,8 +10,7 @@ The standard cases become Dask arrays chunked as ``docs/backends/dask.md`` recom
 result (its blocks computed and kept as a Dask array: the cost of going lazy) and
 ``compute`` (that, plus dask's copy of the blocks into one NumPy array, which
 ``dask.array.core.finalize`` makes on every compute); each includes building the graph.
-
-The scaling case is :mod:`.dask_scaling`'s.
+The scaling case is :mod:`.dask_scaling`'s; the cases in a few blocks, :mod:`.dask_blocks`'s.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from .dask_along import (
     run_threads,
 )
 from .dask_arrays import to_dask
+from .dask_blocks import BLOCKS, block_calls, blocked, print_blocks
 from .dask_scaling import CHUNK_SIZE, ScalingConfig, ScalingResult, _module, run_scaling
 from .libraries import paired_ms, scatterx_call
 from .report import Row
@@ -127,6 +127,8 @@ class DaskRun:
     along_workers: tuple[int, ...] = (2,)
     along: list[AlongResult] = field(default_factory=list)
     along_numba: dict[AlongConfig, InMemory] = field(default_factory=dict)
+    blocks: tuple[int, ...] = BLOCKS  # the cases also in so many blocks, kept by case name:
+    _blocked: dict[tuple[str, int], BenchCase] = field(default_factory=dict, repr=False)
 
     @property
     def columns(self) -> list[str]:
@@ -154,6 +156,9 @@ class DaskRun:
         except Unavailable as why:
             skip("scatterx on dask", str(why))
             return
+        for k in self.blocks:  # in turns with the others, sample by sample
+            split = self._blocked.setdefault((case.name, k), blocked(case, k))
+            calls.update(block_calls(split, reduction, k))
         self.rows.append((case.name, reduction, paired_ms(calls, repeat)))
 
     def time_scaling(self, progress: Callable[[str], None]) -> None:
@@ -182,6 +187,7 @@ class DaskRun:
             "scheduler": "threads",
             "chunk_size": self.chunk_size,
             "chunking": "the scatter axis whole, the other dimensions 'auto'",
+            "blocks": list(self.blocks),  # and data split in so many (:mod:`.dask_blocks`)
             "layouts": {
                 name: {"chunks": found.chunks, "blocks": found.blocks, "tasks": found.tasks}
                 for name, found in self.layouts.items()
@@ -273,6 +279,7 @@ def print_dask(run: DaskRun) -> None:
     """Print the table of the standard cases, their chunks, then the scaling case."""
     if run.rows:
         _print_rows(run)
+        print_blocks(run.rows, NUMBA, TARGET)
     if run.scaling:
         if run.rows:
             print()
