@@ -9,7 +9,7 @@ import numpy as np
 from scatterx.backend import GatherRequest
 
 from . import _runtime
-from ._checks import check_before_writing, constant_rows, raise_first_bad
+from ._checks import constant_rows, raise_first_bad, raise_first_bad_in_c_order
 from ._views import destination, kernel_input, maps, readonly
 from .plan import call as _call
 from .plan import gather_launch as _gather_launch
@@ -31,6 +31,20 @@ def _source(data: Array, axis: int, source: _call.Arg) -> Array:
     return source.of(data)
 
 
+def _indices(request: GatherRequest, call: _call.Call, index: _call.Arg) -> tuple[Array, Array]:
+    """``indices`` as the kernel reads them, ``(outer, rows, inner)``, and flat in their
+    memory order (what the check before writing reads): where they lie where the plan
+    reads them so (``plan.layout.strided_indices``), else C-ordered, copied there first
+    where they are not."""
+    if index.flags is not None:
+        view = _layout.strided_indices(request.indices, request.axis)
+        assert view is not None
+        order = _layout.contiguous_order(request.indices)
+        return view, readonly(request.indices.transpose(order).reshape(-1))
+    indices = kernel_input(request.indices, call.index_dtype, call.index_dtype)
+    return index.of(indices), indices.reshape(-1)
+
+
 def gather_elements(request: GatherRequest, *, rows: Array | None = None) -> Array:
     """Gather ``request`` into its ``out`` where the kernel can write it, else into a new
     C-ordered array of indices' shape and data's dtype.
@@ -50,15 +64,13 @@ def gather_elements(request: GatherRequest, *, rows: Array | None = None) -> Arr
         plan = _gather_launch.gather_launch_plan(call, threads, constant_rows=True)
         outer, n_rows, _ = plan.arrays.idx.shape
         idx = readonly(rows.reshape(outer, n_rows, 1))  # see kernels.gather._whole_rows
+        flat, check = idx.reshape(-1), False  # checked by _nd
     else:
-        index_dtype = call.index_dtype
-        indices = kernel_input(request.indices, index_dtype, index_dtype)
         plan = _gather_launch.gather_launch_plan(call, threads)
-        idx = plan.arrays.idx.of(indices)
+        idx, flat = _indices(request, call, plan.arrays.idx)
         if constant_rows((idx[0, 0], idx[-1, -1])):
             plan = _gather_launch.gather_launch_plan(call, threads, constant_rows=True)
-        if plan.bounds is not None:
-            check_before_writing(indices, request)
+        check = plan.check
     specs = plan.arrays
     outer_map, inner_map = maps(shape, index_shape, axis)
     arrays = (
@@ -69,7 +81,10 @@ def gather_elements(request: GatherRequest, *, rows: Array | None = None) -> Arr
         specs.inner_map.of(inner_map),
     )
     kernel = _runtime.gather_kernel(plan.width)
-    bad: Array = _runtime.launch(kernel, arrays, tuple(plan.params), plan.n_tasks)
+    bad: Array = _runtime.launch(kernel, arrays, flat, tuple(plan.params), check, plan.n_tasks)
+    if check and specs.idx.flags is not None and max(bad.tolist(), default=-1) >= 0:
+        # The check's positions are in the indices' memory order: found again in C order.
+        raise_first_bad_in_c_order(np.ravel(request.indices), request)
     raise_first_bad(bad, request)
     if data.dtype.kind == "b":
         # Copied raw, then made canonical: a pass over the result, not over all of data.

@@ -25,11 +25,14 @@ import numba as nb
 import numpy as np
 
 from .._views import GatherParams
-from .tasks import inner_function, share, wrap
+from .claims import claim, counters, fetch_add, wait_until
+from .tasks import all_in_bounds, first_bad_index, inner_function, share, wrap
 
 # Inlined where it is called, before typing. The two loops of a unit are not: inlined
 # into one function, the whole-row loop slowed the one-column loop (last axis) 1.4x.
 _inlined = nb.njit(inline="always")
+#: Indices per share of the check of every index before writing into the caller's out.
+CHECK_INDICES = 1 << 16
 
 
 @_inlined
@@ -92,6 +95,29 @@ def _whole_rows(dst: Any, src: Any, ix: Any, inner_map: Any, rq: Any, w: int) ->
 
 
 @_inlined
+def _column(arrays: Any, o0: int, o1: int, w: int) -> int:
+    """Outer positions ``o0:o1`` whole, indices one column wide (a gather along the last
+    axis: last-axis-sparse, a transposed square's rows): one plain loop over each row of
+    ``idx``. Through the generic units, each outer position's call, views and loops cost
+    more than its few indices; and out of line, its width is not a constant, and the
+    loop ran 1.4x the hand-written one. Returns -1, or the flat C position of the first
+    bad index.
+    """
+    out, data, idx, outer_map = arrays[0], arrays[1], arrays[2], arrays[3]
+    rows, size, words = idx.shape[1], data.shape[1], np.uint64(w)
+    zero = np.uint64(0)
+    for o in range(np.uint64(o0), np.uint64(o1)):
+        oo = np.uint64(outer_map[o])
+        for r in range(zero, np.uint64(rows)):
+            v = wrap(idx[o, r, zero], size)
+            if v < 0 or v >= size:
+                return int(int(o) * rows + int(r))
+            for k in range(words):
+                out[o, r, k] = data[oo, np.uint64(v), k]
+    return -1
+
+
+@_inlined
 def _unit(arrays: Any, params: GatherParams, unit: int, w: int) -> int:
     """Run unit ``unit``: a band of columns of a chunk of rows of one outer position.
 
@@ -118,6 +144,8 @@ def _task(arrays: Any, params: GatherParams, task: int, n_tasks: int, w: int) ->
     """Run task ``task``'s share of the units; -1, or the first of their first bad indices."""
     n_units = arrays[2].shape[0] * params.n_chunks * params.n_bands
     lo, hi = share(n_units, task, n_tasks)
+    if params.n_chunks == 1 and arrays[2].shape[2] == 1 and arrays[0].shape[2] == w:
+        return _column(arrays, lo, hi, w)  # a unit per outer position, in C order
     first = -1
     for unit in range(lo, hi):
         bad = _unit(arrays, params, unit, w)
@@ -135,20 +163,41 @@ def _task(arrays: Any, params: GatherParams, task: int, n_tasks: int, w: int) ->
 def gather_kernel(width: int) -> Any:
     """The kernel for elements of ``width`` unsigned words; ``width`` is its cache key.
 
-    ``kernel(arrays, params, n_tasks)`` takes ``(out, data, idx, outer_map, inner_map)``
-    and the fields of a :class:`scatterx_numba._views.GatherParams` as plain tuples
-    (numba types them faster than named ones) and returns each task's -1 or the flat
-    C-order position in ``idx`` of its first bad index. As for the scatter kernels
+    ``kernel(arrays, flat, params, check, n_tasks)`` takes ``(out, data, idx, outer_map,
+    inner_map)`` and the fields of a :class:`scatterx_numba._views.GatherParams` as plain
+    tuples (numba types them faster than named ones), ``flat``: the indices in their
+    memory order, 1-D, and ``check``: whether every index of ``flat`` is checked before
+    the first write. It returns each task's -1 or the flat C-order position in ``idx`` of
+    its first bad index; or, where the check found one, each check share's -1 or first
+    bad position in ``flat``. As for the scatter kernels
     (:mod:`scatterx_numba.kernels.scatter`), the width is a free variable of plain data, so
     numba's disk cache keys each closure's code on it.
     """
 
-    def gather(arrays: Any, param_tuple: Any, n_tasks: int) -> Any:
+    def gather(arrays: Any, flat: Any, param_tuple: Any, check: bool, n_tasks: int) -> Any:
+        # One parallel region, whether or not every index is checked first (into the
+        # caller's out), as kernels.scatter's columns kernel: check shares of ``flat`` (the
+        # indices in memory order) claimed at run time, then the tasks, claimed too.
         params = GatherParams(*param_tuple)
+        size = arrays[1].shape[1]
+        n_checks = max(1, -(-flat.size // CHECK_INDICES)) if check else 0
+        checks, claims = np.empty(n_checks, np.int64), counters(3)
         bad = np.empty(n_tasks, np.int64)
         for task in nb.prange(n_tasks):
-            bad[task] = _task(arrays, params, task, n_tasks, width)
-        return bad
+            if check:
+                c = claim(claims, 0, n_checks)
+                while c >= 0:
+                    checks[c] = first_bad_index(flat, size, c, n_checks)
+                    fetch_add(claims, 1, 1)
+                    c = claim(claims, 0, n_checks)
+                wait_until(claims, 1, n_checks)
+            if not check or all_in_bounds(checks):
+                # int64 both ways: the prange index is unsigned in the parallel region.
+                p: Any = claim(claims, 2, n_tasks) if check else np.int64(task)
+                while p >= 0:
+                    bad[p] = _task(arrays, params, p, n_tasks, width)
+                    p = claim(claims, 2, n_tasks) if check else np.int64(-1)
+        return checks if check and not all_in_bounds(checks) else bad
 
     gather.__qualname__ = f"gather_{width}"  # its own cache index: see kernels.scatter
     return nb.njit(parallel=True, cache=True, nogil=True)(gather)

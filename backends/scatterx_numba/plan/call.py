@@ -66,6 +66,7 @@ class Call(NamedTuple):
     in_place: bool  # scatter: ``out`` is data itself, so nothing is copied
     data_ready: bool  # scatter: the kernels read data as it lies (C order, aligned, native)
     source_flags: tuple[bool, bool] | None  # gather reading data where it lies: C, F
+    index_flags: tuple[bool, bool] | None = None  # gather reading indices where they lie
 
 
 def describe(request: ElementsRequest) -> Call:
@@ -103,6 +104,7 @@ def describe_c(request: ScatterRequest) -> Call:
 def _describe_gather(request: GatherRequest) -> Call:
     data = request.data
     view = _layout.strided_source(data, request.axis, _strategy.words(data.dtype)[1])
+    index_view = None if view is None else _layout.strided_indices(request.indices, request.axis)
     return Call(
         f"{request.dtype_key} gather",
         native(data.dtype),
@@ -117,6 +119,7 @@ def _describe_gather(request: GatherRequest) -> Call:
         in_place=False,
         data_ready=False,
         source_flags=None if view is None else (view.flags.c_contiguous, view.flags.f_contiguous),
+        index_flags=None if index_view is None else _layout.flags(index_view),
     )
 
 

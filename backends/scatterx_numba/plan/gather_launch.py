@@ -3,9 +3,9 @@
 The call is ``plan.call.describe``'s; :mod:`scatterx_numba.plan.launch` has the scatter's
 half, and every launch of a call.
 
-:func:`gather_launch_plan` turns a gather into its plan: the bounds pass where it writes
-into the caller's ``out``, the words its elements move as, and the kernel's arguments;
-``_gather`` executes it, and ``_background`` compiles its launches.
+:func:`gather_launch_plan` turns a gather into its plan: whether its one launch checks
+every index before writing (into the caller's ``out``), the words its elements move as,
+and the kernel's arguments; ``_gather`` executes it, and ``_background`` compiles it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 from .._views import GatherParams
 from . import strategy as _strategy
-from .call import Arg, Call, Launch, bounds_launch
+from .call import Arg, Call, Launch
 
 _INT64 = np.dtype(np.int64)
 
@@ -28,7 +28,7 @@ class GatherArgs(NamedTuple):
 
     out: Arg
     data: Arg  # strided where the gather reads data where it lies
-    idx: Arg
+    idx: Arg  # strided where it reads indices where they lie, too
     outer_map: Arg
     inner_map: Arg
 
@@ -37,18 +37,18 @@ class GatherArgs(NamedTuple):
 class GatherLaunchPlan:
     """What one gather launches: ``_gather`` executes it."""
 
-    bounds: Launch | None  # the pass over the indices before writing into ``out``
+    check: bool  # every index checked before the first write (into the caller's ``out``)
     word: np.dtype[Any]  # the unsigned dtype elements move as (``_strategy.words``)
     width: int  # words per element
     arrays: GatherArgs
+    flat: Arg  # the indices in their memory order, 1-D: what the check reads
     params: GatherParams
     n_tasks: int
 
     @property
     def launches(self) -> tuple[Launch, ...]:
-        args = (self.arrays, self.params, self.n_tasks)
-        kernel = Launch("gather_kernel", (self.width,), args)
-        return (kernel,) if self.bounds is None else (self.bounds, kernel)
+        args = (self.arrays, self.flat, self.params, self.check, self.n_tasks)
+        return (Launch("gather_kernel", (self.width,), args),)
 
 
 # No lock: a pure function of its arguments, as plan.launch.launch_plan is.
@@ -62,10 +62,11 @@ def gather_launch_plan(call: Call, threads: int, constant_rows: bool = False) ->
         source = Arg(word, (data_outer, size, data_inner * width))
     else:
         source = Arg(word, (data_outer, size, data_inner), flags=call.source_flags)
+    index = (outer, rows, inner)
     arrays = GatherArgs(
         Arg(word, (outer, rows, inner * width), writeable=True),
         source,
-        Arg(call.index_dtype, (outer, rows, inner)),
+        Arg(call.index_dtype, index, flags=call.index_flags),
         Arg(_INT64, (outer,)),
         Arg(_INT64, (inner,)),
     )
@@ -77,5 +78,5 @@ def gather_launch_plan(call: Call, threads: int, constant_rows: bool = False) ->
         threads,
         constant_rows=constant_rows,
     )
-    bounds = bounds_launch(call, threads) if call.into_out else None
-    return GatherLaunchPlan(bounds, word, width, arrays, params, n_tasks)
+    flat = Arg(call.index_dtype, (outer * rows * inner,))
+    return GatherLaunchPlan(call.into_out, word, width, arrays, flat, params, n_tasks)

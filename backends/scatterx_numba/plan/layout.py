@@ -58,6 +58,27 @@ def restored(result: Array, order: tuple[int, ...]) -> Array:
     return result.transpose(np.argsort(order))
 
 
+def strided_indices(indices: Array, axis: int) -> Array | None:
+    """The ``(outer, rows, inner)`` view a gather of strided data reads ``indices`` through
+    where they lie, or None where it reads them in C order (copied there if need be).
+
+    Indices contiguous in another order of dimensions (Fortran order: a transposed
+    gather) are read in place: their copy into C order would cost more than the gather.
+    The check before writing into ``out`` reads them flat, in their own order.
+    """
+    flags = indices.flags
+    if flags.c_contiguous or not flags.aligned or not indices.dtype.isnative:
+        return None
+    if contiguous_order(indices) is None:
+        return None
+    return three_d_view(indices, axis)
+
+
+def flags(view: Array) -> tuple[bool, bool]:
+    """The C and F flags of ``view``: what numba's type of it depends on."""
+    return bool(view.flags.c_contiguous), bool(view.flags.f_contiguous)
+
+
 def three_d_view(array: Array, axis: int) -> Array | None:
     """A read-only view of ``array`` as ``(outer, size, inner)``, whatever its strides, or
     None where they do not allow one (dimensions of one side of the axis that do not merge).
