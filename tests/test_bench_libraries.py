@@ -18,6 +18,7 @@ from scatterx_bench.base import BenchCase
 from scatterx_bench.cases import make_case, spec_example
 from scatterx_bench.cli import main as bench_main
 from scatterx_bench.libraries import (
+    DONATED,
     PEER,
     arrays_of,
     in_layout_of,
@@ -70,10 +71,12 @@ def test_bench_library_prints_its_table_and_the_3x3_call(
     assert saved["rows"] == []
     run = saved["libraries"][library]
     assert [row["reduction"] for row in run["rows"]] == ["add", "max"]
+    donated = {on("numpy", DONATED)} if library == "jax" else set()  # jit, data donated
     assert set(run["rows"][0]["times"]) == {
         on("numpy", library),
         on("numpy", "numpy"),
         PEER[library],
+        *donated,
     }
     assert {on("(auto)", library), on("numpy", "numpy"), PEER[library]} <= set(
         run["spec_example_us"]

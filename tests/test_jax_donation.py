@@ -152,3 +152,20 @@ def test_a_gather_of_donated_data_is_not_aliased() -> None:
     assert ALIAS not in text
     result = jitted(*arrays)
     assert_bitwise_equal(np.asarray(result), scatterx.gather_elements(data, indices, axis=0))
+
+
+@pytest.mark.parametrize("reduction", ["add", "max"])
+def test_the_benchmarks_donated_contestant_updates_its_own_data(reduction: str) -> None:
+    """``bench.py --library jax``'s donated column: each call scatters into the last result."""
+    from scatterx_bench.cases import make_case
+    from scatterx_bench.libraries import donated_call, to_library
+
+    case = make_case("last-axis-sparse", 1 / 512)
+    once = scatterx.scatter_elements(*case.arrays, axis=case.axis, reduction=reduction)
+    twice = scatterx.scatter_elements(
+        once, case.indices, case.updates, axis=case.axis, reduction=reduction
+    )
+    moved = to_library(case, "jax")
+    call = donated_call("numpy", moved, reduction)  # called once, warming up
+    assert_bitwise_equal(np.asarray(call()), twice)
+    assert_bitwise_equal(np.asarray(moved.data), case.data)  # the case's own data kept

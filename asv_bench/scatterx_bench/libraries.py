@@ -150,6 +150,44 @@ def _scatterx_jit(backend: str, case: BenchCase, reduction: str) -> Call:
     return _warmed(call, "scatterx under jax.jit")
 
 
+#: The column label of scatterx on JAX arrays under ``jax.jit`` with ``data`` donated:
+#: ``"numba on jax, donated"``.
+DONATED = "jax, donated"
+DONATED_NOTE = (
+    "jax.jit(..., donate_argnums=0), each call donating the last one's result as its data "
+    "(written in place); against the same call on NumPy arrays, returning a new array"
+)
+
+
+def donated_call(backend: str, case: BenchCase, reduction: str) -> Call:
+    """scatterx's ``backend`` under ``jax.jit(..., donate_argnums=0)``, warmed: each call
+    donates the last call's result as its ``data`` (a training step's way), which the
+    call updates in place; ``mul`` takes updates near 1 (:func:`.cases.in_place_case`'s
+    rule), so that the products stay normal numbers. ``case`` holds JAX arrays."""
+    import jax
+    import jax.numpy as jnp
+
+    def scatter(data: Any, indices: Any, updates: Any) -> Any:
+        return scatter_elements(
+            data, indices, updates, axis=case.axis, reduction=reduction, backend=backend
+        )
+
+    jitted = jax.jit(scatter, donate_argnums=0)
+    _, indices, updates = case.arrays
+    if reduction == "mul":
+        updates = (updates - 1) * _NEAR_ONE + 1
+    state = [jnp.array(case.data, copy=True)]
+
+    def call() -> Any:
+        state[0] = jitted(state[0], indices, updates)
+        return state[0].block_until_ready()
+
+    return _warmed(call, "scatterx under jax.jit, data donated")
+
+
+_NEAR_ONE = 1 / 1024  # as .cases' in-place mul
+
+
 def _warmed(call: Call, what: str) -> Call:
     """``call``, run once; :class:`Unavailable` where scatterx refuses it, saying why."""
     try:
