@@ -28,6 +28,6 @@ def test_the_anchors_move_the_bytes_of_indices_and_updates() -> None:
 
 def test_one_cluster_times_the_scatter_and_each_anchor() -> None:
     pytest.importorskip("distributed")
-    best = run(SMALL, 2, "512MiB", 1)
+    best = run(SMALL, 2, "512MiB", 1, shuffle=True)
     assert set(best) == {"scatter", "rechunk p2p", "rechunk tasks", "shuffle"}
     assert all(seconds > 0 for seconds in best.values())
