@@ -66,9 +66,10 @@ def test_fortran_indices_are_read_where_they_lie() -> None:
     assert call.index_flags == (False, True)
     plan = _gather_launch.gather_launch_plan(call, 2)
     assert plan.arrays.idx.flags == (False, True)
-    assert not plan.check
+    assert plan.check == 0
     into = _call.describe(normalise_gather(data, indices, 0, np.empty((30, 69), np.float32)))
-    assert _gather_launch.gather_launch_plan(into, 2).check
+    assert _gather_launch.gather_launch_plan(into, 2).check == 1
+    assert _gather_launch.gather_launch_plan(into, 2, constant_rows=True).check == 2
 
 
 def _bad_cases() -> dict[str, tuple[Array, Array, int]]:
@@ -77,7 +78,17 @@ def _bad_cases() -> dict[str, tuple[Array, Array, int]]:
     indices[2, 5], indices[1, 60] = 40, -41
     last = np.asfortranarray(np.random.default_rng(4).integers(-70, 70, (39, 50)))
     last[30, 1], last[3, 40] = 70, 99
-    return {"columns": (data, indices, 0), "rows": (data, last, 1)}
+    ids = np.repeat(np.random.default_rng(6).integers(-40, 40, (30, 1)), 64, axis=1)
+    ids[3, 9] = 0  # a mixed row, checked element by element
+    ids[12, :], ids[20, :] = 40, -41
+    mixed = ids.copy()
+    mixed[5, 30] = 45  # the first bad index, in a mixed row
+    return {
+        "columns": (data, indices, 0),
+        "rows": (data, last, 1),
+        "ids": (data[:, :64], ids, 0),
+        "ids-mixed": (data[:, :64], mixed, 0),
+    }
 
 
 @pytest.mark.parametrize("case", list(_bad_cases()))
@@ -103,3 +114,17 @@ def test_last_axis_columns(key: str, into_out: bool) -> None:
     want = scatterx.gather_elements(data, indices, axis=1, backend="numpy")
     out = np.zeros(indices.shape, data.dtype) if into_out else None
     _same_bits(scatterx.gather_elements(data, indices, axis=1, out=out, backend="numba"), want)
+
+
+@pytest.mark.parametrize("key", ["float32", "complex128", "bool"])
+def test_rows_of_one_id_into_out(key: str) -> None:
+    """A plan of constant rows into out: the check notes which rows hold one value, and
+    the gather copies those whole and the others element by element."""
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 3, (40, 96)).astype(key)
+    indices = np.repeat(rng.integers(-40, 40, size=(300, 1)), 96, axis=1)
+    indices[1::7, 5] = 0
+    want = scatterx.gather_elements(data, indices, axis=0, backend="numpy")
+    out = np.zeros(indices.shape, data.dtype)
+    assert scatterx.gather_elements(data, indices, axis=0, out=out, backend="numba") is out
+    _same_bits(out, want)

@@ -64,7 +64,7 @@ def gather_elements(request: GatherRequest, *, rows: Array | None = None) -> Arr
         plan = _gather_launch.gather_launch_plan(call, threads, constant_rows=True)
         outer, n_rows, _ = plan.arrays.idx.shape
         idx = readonly(rows.reshape(outer, n_rows, 1))  # see kernels.gather._whole_rows
-        flat, check = idx.reshape(-1), False  # checked by _nd
+        flat, check = idx.reshape(-1), 0  # checked by _nd
     else:
         plan = _gather_launch.gather_launch_plan(call, threads)
         idx, flat = _indices(request, call, plan.arrays.idx)

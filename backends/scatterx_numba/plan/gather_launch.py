@@ -37,7 +37,9 @@ class GatherArgs(NamedTuple):
 class GatherLaunchPlan:
     """What one gather launches: ``_gather`` executes it."""
 
-    check: bool  # every index checked before the first write (into the caller's ``out``)
+    #: Every index checked before the first write (into the caller's ``out``): 0 not, 1 in
+    #: memory order, 2 row by row, noting which rows hold one value (constant rows).
+    check: int
     word: np.dtype[Any]  # the unsigned dtype elements move as (``_strategy.words``)
     width: int  # words per element
     arrays: GatherArgs
@@ -79,4 +81,5 @@ def gather_launch_plan(call: Call, threads: int, constant_rows: bool = False) ->
         constant_rows=constant_rows,
     )
     flat = Arg(call.index_dtype, (outer * rows * inner,))
-    return GatherLaunchPlan(call.into_out, word, width, arrays, flat, params, n_tasks)
+    check = (2 if constant_rows else 1) if call.into_out else 0
+    return GatherLaunchPlan(check, word, width, arrays, flat, params, n_tasks)
