@@ -129,7 +129,7 @@ def _check_rows(idx: Any, size: int, rows: Any, c: int, n_checks: int) -> int:
         constant = _constant(row, 0, n_inner)
         bad = _row_bad(row[:1] if constant else row, size)
         if bad >= 0:
-            return k * n_inner + bad
+            return int(k * n_inner + bad)
         rows[o, r] = constant
     return -1
 
@@ -143,7 +143,7 @@ def _first_bad_of(idx: Any, size: int, o0: int, o1: int) -> int:
         for r in range(rows):
             v = wrap(idx[o, r, 0], size)
             if v < 0 or v >= size:
-                return o * rows + r
+                return int(o * rows + r)
     return -1
 
 
