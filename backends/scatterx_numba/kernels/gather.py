@@ -163,18 +163,27 @@ def _column(arrays: Any, o0: int, o1: int, w: int) -> int:
     """
     out, data, idx, outer_map = arrays[0], arrays[1], arrays[2], arrays[3]
     rows, size, words = idx.shape[1], data.shape[1], np.uint64(w)
-    block = COLUMN_BLOCK if idx.strides[0] < idx.strides[1] else 1
     zero = np.uint64(0)
-    for b0 in range(o0, o1, block):
-        b1 = min(b0 + block, o1)
+    if idx.strides[0] < idx.strides[1]:
+        for b0 in range(o0, o1, COLUMN_BLOCK):
+            b1 = min(b0 + COLUMN_BLOCK, o1)
+            for r in range(zero, np.uint64(rows)):
+                for o in range(np.uint64(b0), np.uint64(b1)):
+                    v = wrap(idx[o, r, zero], size)
+                    if v < 0 or v >= size:
+                        return _first_bad_of(idx, size, b0, b1)
+                    oo = np.uint64(outer_map[o])
+                    for k in range(words):
+                        out[o, r, k] = data[oo, np.uint64(v), k]
+        return -1
+    for o in range(np.uint64(o0), np.uint64(o1)):
+        oo = np.uint64(outer_map[o])
         for r in range(zero, np.uint64(rows)):
-            for o in range(np.uint64(b0), np.uint64(b1)):
-                v = wrap(idx[o, r, zero], size)
-                if v < 0 or v >= size:
-                    return _first_bad_of(idx, size, b0, b1)
-                oo = np.uint64(outer_map[o])
-                for k in range(words):
-                    out[o, r, k] = data[oo, np.uint64(v), k]
+            v = wrap(idx[o, r, zero], size)
+            if v < 0 or v >= size:
+                return int(int(o) * rows + int(r))
+            for k in range(words):
+                out[o, r, k] = data[oo, np.uint64(v), k]
     return -1
 
 
