@@ -18,9 +18,9 @@ the chains): its tasks find the first bad index of a few blocks each, a tree of 
 tasks the first of all, and the guard raises the contract's IndexError for it. Where the
 result is small (``scatterx_dask._run._self_checked``), a scatter's chains check their own
 indices instead, with the in-memory calls they make anyway (no second pass over the
-indices), and each block of the result waits for the guard over all of their findings. With data
-chunked along the axis the splits of the route read every index anyway, and the same tree
-takes their first bad indices. Every block of the result that reads indices waits for the
+indices), and each block of the result waits for the guard over all of their findings.
+With data chunked along the axis the splits of the route read every index anyway, and the
+same tree takes their first bad indices. Every block of the result that reads indices waits for the
 guard, so any computation of such blocks (the whole result or a part) reads every index,
 and raises for the first bad index of the whole, in C order; a block of a scatter that no
 update reaches reads no index and raises nothing.
