@@ -123,12 +123,26 @@ def _rows() -> list[StandardRow]:
 def test_the_table_sums_the_ratios_up_per_mode(capsys: pytest.CaptureFixture[str]) -> None:
     print_table(_rows(), ["numba", "onnxruntime", "torch", "numpy-peer"])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2].split() == ["c", "add", "in-place", "1.00", "-", "2.00", "-", "2.00x"]
+    row = ["c", "add", "in-place", "1.00", "-", "2.00", "-", "2.00x", "torch", "0.50<"]
+    assert lines[2].split() == row
+    assert lines[3].split()[-3:] == ["3.00x", "onnxruntime", "-"]
     assert lines[5] == (
         "median ms; numba vs fastest peer, new: geometric mean 1.73x, lowest 1.00x; "
         "numba vs fastest peer, in-place: geometric mean 2.83x, lowest 2.00x"
     )
-    assert lines[6].startswith("- in place: every contestant updates a data array")
+    assert lines[6].startswith("- numba vs fastest peer: that peer's median over numba's")
+    assert any(line.startswith("- in place: every contestant updates") for line in lines)
+
+
+def test_the_table_marks_cells_short_of_issue_46(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [
+        StandardRow("c", "gather", "new", {"numba": 2.0, "torch": 1.0}),
+        StandardRow("c", "gather", "in-place", {"numba": 2.2, "torch": 4.4}),
+    ]
+    print_table(rows, ["numba", "torch"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[-3:] == ["0.50x", "torch<", "-"]  # slower than torch.gather
+    assert lines[2].split()[-3:] == ["2.00x", "torch", "1.10>"]  # in place over 1.05x new
 
 
 def _docs_extension() -> ModuleType:
@@ -161,13 +175,15 @@ def test_docs_table_renders_records_with_and_without_modes() -> None:
     rows = [row._asdict() for row in _rows()]
     text = bench_table(_record(rows, modes=["new", "in-place"], notes=list(IN_PLACE_NOTES)))
     assert "| case | reduction | mode | numba |" in text
-    assert "| c | add | in-place | 1.00 | - | 2.00 | - | 2.00x |" in text
+    assert "| numba vs fastest peer | in place/new |" in text
+    assert "| c | add | in-place | 1.00 | - | 2.00 | - | 2.00x torch | 0.50 |" in text
+    assert "| c | max | new | 1.00 | 3.00 | - | - | 3.00x onnxruntime | - |" in text
     assert "new: geometric mean 1.73x, lowest 1.00x; in-place: geometric mean 2.83x" in text
     assert f"- {IN_PLACE_NOTES[1]}." in text
     # A record made before the modes: no mode column, one summary, as it was rendered.
     old = [{k: v for k, v in row.items() if k != "mode"} for row in rows[::2]]
     text = bench_table(_record(old))
     assert "| case | reduction | numba |" in text
-    assert "| c | max | 1.00 | 3.00 | - | - | 3.00x |" in text
+    assert "| c | max | 1.00 | 3.00 | - | - | 3.00x onnxruntime |" in text
     assert "peer of each row: geometric mean 1.73x, lowest 1.00x (peers:" in text
     assert "in place" not in text

@@ -235,11 +235,13 @@ def test_bench_runs_and_prints_a_row_per_case_reduction_and_mode(
         ["last-axis-sparse", "max", "new"],
         ["last-axis-sparse", "max", "in-place"],
     ]
-    # A cell in every column ("numba vs fastest peer" is one cell, "-" without numba); a
-    # cell is a median and its spread ("0.12 ±6%"), the columns two spaces apart at least.
+    # A cell in every column ("numba vs fastest peer" and "in place/new" are one cell each,
+    # "-" without numba); a cell is a median and its spread ("0.12 ±6%"), the columns two
+    # spaces apart at least.
     columns = re.split(r"\s{2,}", table[0].strip())
+    assert columns[-2:] == ["numba vs fastest peer", "in place/new"]
     assert all(len(re.split(r"\s{2,}", line.strip())) == len(columns) for line in table[1:5])
-    timed = re.split(r"\s{2,}", table[1].strip())[3:-1]
+    timed = re.split(r"\s{2,}", table[1].strip())[3:-2]
     assert all(re.fullmatch(r"[\d.]+ ±\d+%!?", cell) for cell in timed)
     assert any("onnxruntime cannot write into its input" in line for line in table)
     saved = json.loads(record.read_text(encoding="utf-8"))

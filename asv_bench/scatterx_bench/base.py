@@ -24,8 +24,11 @@ NUMBA_COMPILE_MODES = ("wait", "background")
 Mode = Literal["new", "in-place"]
 MODES: tuple[Mode, ...] = ("new", "in-place")
 FLOOR = "copy-floor"
-#: What a case computes: ONNX ScatterElements (the standard cases), ScatterND, GatherND.
-Operation = Literal["scatter_elements", "scatter_nd", "gather_nd"]
+#: What a case computes: ONNX ScatterElements (the standard cases), GatherElements (a
+#: standard case's data and indices, :func:`.cases.gather_case`), ScatterND, GatherND.
+Operation = Literal["scatter_elements", "gather_elements", "scatter_nd", "gather_nd"]
+#: The operations that read data into a result of indices' making: no updates, no reduction.
+GATHERS = ("gather_elements", "gather_nd")
 
 BENCH_EXTRA = "pip install 'scatterx[bench]'"
 _INSTALL = {
@@ -40,7 +43,7 @@ _INSTALL = {
 
 @dataclass(frozen=True)
 class BenchCase:
-    """One case's inputs (float32 data and updates, int64 indices) and its axis.
+    """One case's inputs (data and updates of one float dtype, integer indices) and its axis.
 
     ``op`` says what it computes: for ``scatter_nd`` and ``gather_nd`` the rows of
     ``indices`` name slices of data (``axis`` is 0), and a gather has no updates (None).

@@ -24,11 +24,15 @@ import numpy as np
 import scatterx
 from scatterx import BackendError, backends
 
-from .base import MODES, BenchCase, Call, Mode, Unavailable, synchronised
+from .base import GATHERS, MODES, BenchCase, Call, Mode, Unavailable, synchronised
 from .nd import ND_CASES, make_nd_case, result_shape
 from .peers import ONNXRUNTIME_ONE_THREAD, PEERS
 
 REDUCTIONS = ("none", "add", "mul", "max", "min")
+#: The standard table's row of GatherElements on a case's data and indices, in the place of
+#: a reduction (:func:`gather_case`): ``--reduction gather``.
+GATHER = "gather"
+ROW_KINDS = (*REDUCTIONS, GATHER)
 BACKENDS = ("numpy", "numba", "cupy")
 CPU_PEERS = ("onnxruntime", "torch", "numpy-peer")
 #: The contestants of the ScatterND and GatherND cases (:mod:`.nd`): the backends that
@@ -50,6 +54,9 @@ IN_PLACE_NOTES = (
     "output reuses the buffers of its arena between runs (the fair comparison)",
     "copy-floor in place copies indices and updates only: an in-place scatter must read "
     "them, and need not copy data",
+    "gather: GatherElements of the case's data and indices (torch.gather, "
+    "take_along_axis, a GatherElements node); in place, into a result array of the "
+    "contestant's own (out=; take_along_axis has none); copy-floor copies the indices",
 )
 
 
@@ -63,6 +70,8 @@ class Shapes(NamedTuple):
     #: The arrays are those of the case in C order, transposed: Fortran order, the axis
     #: counted from the other end.
     transposed: bool = False
+    dtype: str = "float32"
+    index_dtype: str = "int64"
 
 
 CASES = {
@@ -76,6 +85,8 @@ CASE_NAMES = tuple(CASES)
 #: standard ones (asv times the standard cases only).
 LAYOUT_CASES = {
     "square-transposed": Shapes((4096, 4096), (4096, 4096), 0, transposed=True),
+    # Issue 27's 3-D layout: a middle axis, float64 data, int32 indices.
+    "mid-axis-3d": Shapes((64, 1024, 128), (64, 256, 128), 1, dtype="float64", index_dtype="int32"),
 }
 ALL_CASE_NAMES = (*CASE_NAMES, *LAYOUT_CASES)
 # asv's sizes, as the scale of make_case. "small" keeps each case's character at 1/32 of
@@ -101,15 +112,16 @@ def make_case(name: str, scale: float = 1.0) -> BenchCase:
         raise ValueError(msg)
     data_shape, index_shape = _scaled(spec.data, scale), _scaled(spec.indices, scale)
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    data = rng.random(data_shape, dtype=np.float32) + np.float32(0.5)
-    updates = rng.random(index_shape, dtype=np.float32) + np.float32(0.5)
+    dtype, index_dtype = np.dtype(spec.dtype), np.dtype(spec.index_dtype)
+    data = rng.random(data_shape, dtype=dtype) + dtype.type(0.5)
+    updates = rng.random(index_shape, dtype=dtype) + dtype.type(0.5)
     extent = data_shape[spec.axis]
     if spec.one_id_per_row:
         # Embedding backward: each row of indices is one token id repeated along the row.
-        ids = rng.integers(0, extent, size=(index_shape[0], 1), dtype=np.int64)
+        ids = rng.integers(0, extent, size=(index_shape[0], 1), dtype=index_dtype)
         indices = np.ascontiguousarray(np.broadcast_to(ids, index_shape))
     else:
-        indices = rng.integers(0, extent, size=index_shape, dtype=np.int64)
+        indices = rng.integers(0, extent, size=index_shape, dtype=index_dtype)
     if spec.transposed:
         return BenchCase(name, data.T, indices.T, updates.T, data.ndim - 1 - spec.axis)
     return BenchCase(name, data, indices, updates, spec.axis)
@@ -117,6 +129,11 @@ def make_case(name: str, scale: float = 1.0) -> BenchCase:
 
 def _scaled(shape: tuple[int, ...], scale: float) -> tuple[int, ...]:
     return (max(1, round(shape[0] * scale)), *shape[1:])
+
+
+def gather_case(case: BenchCase) -> BenchCase:
+    """GatherElements of ``case``'s data and indices along its axis (no updates)."""
+    return replace(case, op="gather_elements", updates=None)
 
 
 def spec_example() -> BenchCase:
@@ -178,11 +195,14 @@ def build_call(contestant: str, case: BenchCase, reduction: str, mode: Mode = "n
     ``mul``: :func:`in_place_case`), which each run updates and returns; ``case`` itself
     stays as it was. onnxruntime cannot write into its input and runs as in ``"new"``
     (:data:`IN_PLACE_NOTES`). A gather in place writes into a result array of its own
-    (``out=``), made here.
+    (``out=``), made here. ``reduction`` :data:`GATHER` times GatherElements of the case's
+    data and indices (:func:`gather_case`).
     """
     if mode not in MODES:
         msg = f"unknown mode {mode!r}; the modes are {', '.join(MODES)}"
         raise ValueError(msg)
+    if reduction == GATHER:
+        case = gather_case(case)
     if mode == "in-place":
         case = in_place_case(case, reduction)
     make = PEERS.get(contestant)
@@ -195,8 +215,10 @@ def in_place_case(case: BenchCase, reduction: str) -> BenchCase:
     """``case`` with a copy of its data to update in place, and for ``mul`` updates near 1.
 
     Works where the arrays are (NumPy, CuPy, torch): the copy is ``copy()`` or ``clone()``.
-    A gather's updates are None: it keeps them.
+    A gather comes back as it was: it never writes data.
     """
+    if case.op in GATHERS:  # a gather leaves data as it is: no copy of its own needed
+        return case
     data = case.data
     # Its layout kept (a transposed case stays transposed): clone() keeps strides.
     owned = data.clone() if hasattr(data, "clone") else data.copy(order="K")
@@ -247,11 +269,14 @@ def _backend(name: str, case: BenchCase, reduction: str, mode: Mode) -> Call:
     kwargs: dict[str, Any] = {"backend": name}
     if mode == "in-place":
         kwargs["out"] = data
-    if case.op == "gather_nd":
+    if case.op in GATHERS:
         if mode == "in-place":
-            out = np.empty(result_shape(case), dtype=np.float32)
+            out = np.empty(result_shape(case), dtype=case.data.dtype)
             kwargs["out"] = from_numpy(out) if from_numpy is not None and on_numpy else out
-        return synchronised(lambda: scatterx.gather_nd(data, indices, **kwargs), data)
+        if case.op == "gather_nd":
+            return synchronised(lambda: scatterx.gather_nd(data, indices, **kwargs), data)
+        kwargs["axis"] = case.axis
+        return synchronised(lambda: scatterx.gather_elements(data, indices, **kwargs), data)
     kwargs["reduction"] = reduction
     if case.op == "scatter_nd":
         return synchronised(lambda: scatterx.scatter_nd(data, indices, updates, **kwargs), data)

@@ -42,6 +42,7 @@ from .cases import (
     ALL_CASE_NAMES,
     CASE_NAMES,
     CPU_PEERS,
+    GATHER,
     IN_PLACE_NOTES,
     make_call,
     make_case,
@@ -155,7 +156,8 @@ def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], li
     rows: list[StandardRow] = []
     columns: list[str] = [FLOOR] if standard else []
     cases = args.case or ALL_CASE_NAMES
-    reductions = args.reduction or ("none", "add", "max")
+    kinds = args.reduction or ("none", "add", "max", GATHER)
+    reductions = [kind for kind in kinds if kind != GATHER]  # the libraries' tables scatter
     modes: list[Mode] = list(dict.fromkeys(args.mode or MODES))
     small_runs = [run for run in runs if isinstance(run, LibraryRun)]
     small = len(small_runs) if args.small_calls > 0 else 0
@@ -165,11 +167,11 @@ def _measure(args: argparse.Namespace) -> tuple[list[StandardRow], list[str], li
         if isinstance(run, DaskRun) and run.scaling_config is not None
     )
     scaling += sum(len(run.along_configs) for run in runs if isinstance(run, DaskRun))
-    rows_each = len(reductions) * (standard * len(modes) + len(runs))
+    rows_each = len(kinds) * standard * len(modes) + len(reductions) * len(runs)
     progress = _Progress(len(cases) * rows_each + small + scaling)
     for name in cases:
         case = make_case(name, args.size)
-        for reduction in reductions if standard else ():
+        for reduction in kinds if standard else ():
             for mode in modes:  # each mode's calls own their data: made, timed, dropped
                 progress(f"{name} {reduction} {mode}")
                 times, spreads = _time(contestants.calls(case, reduction, mode), args)
@@ -225,6 +227,8 @@ def main(argv: list[str]) -> int:
     for table in ("grad", "onnx", "hand", "nd"):
         if getattr(args, table) and (args.json or args.plot or args.library):
             parser.error(f"--{table} prints its own table: it takes no --json, --plot or --library")
+        if getattr(args, table) and GATHER in (args.reduction or ()):
+            parser.error(f"--reduction {GATHER} is a row of the standard table, not of --{table}")
     nd_cases = [name for name in args.case or () if name in ND_CASE_NAMES]
     if args.case and (args.nd != bool(nd_cases) or 0 < len(nd_cases) < len(args.case)):
         parser.error(f"--nd takes the ND cases, and only --nd: {', '.join(ND_CASE_NAMES)}")

@@ -87,7 +87,10 @@ def row_views(case: BenchCase, data: Any = None) -> RowViews:
 
 
 def result_shape(case: BenchCase) -> tuple[int, ...]:
-    """The shape of the case's result: data's for a scatter, the gathered rows' for a gather."""
+    """The shape of the case's result: data's for a scatter, indices' for GatherElements,
+    the gathered rows' for GatherND."""
+    if case.op == "gather_elements":
+        return tuple(case.indices.shape)
     if case.op != "gather_nd":
         return tuple(case.data.shape)
     depth = case.indices.shape[-1]

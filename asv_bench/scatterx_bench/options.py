@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from .base import BENCH_EXTRA, MODES, NUMBA_COMPILE_MODES
-from .cases import ALL_CASE_NAMES, CPU_PEERS, REDUCTIONS
+from .cases import ALL_CASE_NAMES, CPU_PEERS, ROW_KINDS
 from .dask_scaling import CHUNK_SIZE, ScalingConfig
 from .libraries import LIBRARIES
 from .nd import ND_CASE_NAMES
@@ -44,8 +44,9 @@ def _table_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reduction",
         action="append",
-        choices=REDUCTIONS,
-        help="repeatable (default: none, add, max)",
+        choices=ROW_KINDS,
+        help="repeatable (default: none, add, max, and gather in the standard table): "
+        "gather is GatherElements of the case's data and indices against torch.gather",
     )
     parser.add_argument(
         "--mode",

@@ -47,6 +47,8 @@ def _onnx_node(case: BenchCase, reduction: str) -> Any:
 
     if case.op == "gather_nd":
         return helper.make_node("GatherND", ["data", "indices"], ["out"], batch_dims=0)
+    if case.op == "gather_elements":
+        return helper.make_node("GatherElements", ["data", "indices"], ["out"], axis=case.axis)
     inputs = ["data", "indices", "updates"]
     if case.op == "scatter_nd":
         return helper.make_node("ScatterND", inputs, ["out"], reduction=reduction)
@@ -54,20 +56,19 @@ def _onnx_node(case: BenchCase, reduction: str) -> Any:
 
 
 def _onnx_model(case: BenchCase, reduction: str) -> bytes:
-    from onnx import TensorProto, helper
+    from onnx import helper
 
     node = _onnx_node(case, reduction)
     roles = {"data": case.data, "indices": case.indices, "updates": case.updates}
     roles = {role: array for role, array in roles.items() if array is not None}
     info = {
         role: helper.make_tensor_value_info(
-            role,
-            TensorProto.INT64 if array.dtype == np.int64 else TensorProto.FLOAT,
-            list(array.shape),
+            role, helper.np_dtype_to_tensor_dtype(array.dtype), list(array.shape)
         )
         for role, array in roles.items()
     }
-    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, list(result_shape(case)))
+    element = helper.np_dtype_to_tensor_dtype(case.data.dtype)
+    out = helper.make_tensor_value_info("out", element, list(result_shape(case)))
     graph = helper.make_graph([node], case.op, list(info.values()), [out])
     # IR version 9 is read by every onnxruntime that has opset 18.
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
@@ -96,22 +97,26 @@ def _onnxruntime(case: BenchCase, reduction: str, mode: Mode, threads: int = 0) 
 
 
 def _torch(case: BenchCase, reduction: str, mode: Mode) -> Call:
-    """``torch.scatter`` / ``torch.scatter_reduce(include_self=True)`` where the arrays are;
-    in place ``Tensor.scatter_`` / ``Tensor.scatter_reduce_`` on data's memory. The ND
+    """torch's fastest call of each reduction, where the arrays are: ``torch.scatter``
+    (none), ``torch.scatter_add`` (add), ``torch.scatter_reduce(include_self=True)`` (the
+    others); in place their ``Tensor`` methods ending in ``_`` on data's memory.
+    GatherElements: ``torch.gather``, in place with ``out=`` a result of its own. The ND
     cases take torch's row calls (:func:`_torch_rows`)."""
     require("torch")
     import torch
 
+    if case.op == "gather_elements":
+        return _torch_gather(case, mode)
     if case.op != "scatter_elements":
         return _torch_rows(case, reduction, mode)
     from torch.utils.dlpack import from_dlpack
 
     data, indices, updates = (from_dlpack(a) for a in case.arrays)
     new = mode == "new"
-    if reduction == "none":
-        scatter: Call = partial(
-            torch.scatter if new else torch.Tensor.scatter_, data, case.axis, indices, updates
-        )
+    if reduction in ("none", "add"):
+        name = "scatter" if reduction == "none" else "scatter_add"
+        method = getattr(torch, name) if new else getattr(torch.Tensor, f"{name}_")
+        scatter: Call = partial(method, data, case.axis, indices, updates)
     else:
         how = _TORCH_REDUCE[reduction]
         # include_self=True is ONNX's reduction: the value already in data takes part.
@@ -125,6 +130,19 @@ def _torch(case: BenchCase, reduction: str, mode: Mode) -> Call:
             include_self=True,
         )
     return then(scatter, torch.cuda.synchronize) if data.is_cuda else scatter
+
+
+def _torch_gather(case: BenchCase, mode: Mode) -> Call:
+    """``torch.gather`` where the arrays are; in place ``out=`` a result of its own."""
+    import torch
+    from torch.utils.dlpack import from_dlpack
+
+    data, indices = from_dlpack(case.data), from_dlpack(case.indices)
+    gather: Call = partial(torch.gather, data, case.axis, indices)
+    if mode == "in-place":
+        out = torch.empty_like(indices, dtype=data.dtype)
+        gather = partial(torch.gather, data, case.axis, indices, out=out)
+    return then(gather, torch.cuda.synchronize) if data.is_cuda else gather
 
 
 def _torch_rows(case: BenchCase, reduction: str, mode: Mode) -> Call:
@@ -218,9 +236,14 @@ def _numpy_peer(case: BenchCase, reduction: str, mode: Mode) -> Call:
     Into a copy of data, or in place into data itself (C-ordered: the benchmark's copy).
     """
     _on_numpy(case, "numpy-peer")
+    new = mode == "new"
+    if case.op == "gather_elements":
+        if not new:
+            msg = "in place: NumPy's take_along_axis has no out="
+            raise Unavailable(msg)
+        return partial(np.take_along_axis, case.data, case.indices, case.axis)
     _elements_only(case, "numpy-peer")
     data, indices, updates, axis = *case.arrays, case.axis
-    new = mode == "new"
     if reduction == "none":
 
         def put() -> Any:
@@ -270,8 +293,10 @@ def _cupyx(case: BenchCase, reduction: str, mode: Mode) -> Call:
 def _copy_floor(case: BenchCase, reduction: str, mode: Mode) -> Call:
     """Copying the bytes of the three inputs once: no scatter can move less. In place,
     indices and updates only: data need not be copied, and which of its elements a call
-    touches depends on the case."""
-    sources = case.arrays if mode == "new" else (case.indices, case.updates)
+    touches depends on the case. A GatherElements: its indices (the result has as many
+    elements), in both modes."""
+    gather = case.op == "gather_elements"
+    sources = case.arrays if mode == "new" and not gather else (case.indices, case.updates)
     sources = tuple(a for a in sources if a is not None)  # a gather has no updates
     targets = tuple(a.copy() for a in sources)
 

@@ -18,12 +18,27 @@ SOURCE = Path("_static") / "bench.json"
 TARGET = Path("generated") / "bench_table.md"
 
 
+def _fastest(times: dict[str, float], peers: list[str]) -> str | None:
+    """The peer of this row with the least time, where one ran."""
+    measured = [p for p in peers if p in times]
+    return min(measured, key=times.__getitem__) if measured and "numba" in times else None
+
+
 def _speedup(times: dict[str, float], peers: list[str]) -> float | None:
     """How many times faster numba is than the fastest peer of this row."""
-    measured = [times[p] for p in peers if p in times]
-    if "numba" not in times or not measured:
-        return None
-    return min(measured) / times["numba"]
+    peer = _fastest(times, peers)
+    return None if peer is None else times[peer] / times["numba"]
+
+
+def _in_place_over_new(row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """numba's in-place time over its new-array time on the same case and row."""
+    if _mode(row) != "in-place" or "numba" not in row["times"]:
+        return "-"
+    for other in rows:
+        same = (other["case"], other["reduction"]) == (row["case"], row["reduction"])
+        if same and _mode(other) == "new" and "numba" in other["times"]:
+            return f"{row['times']['numba'] / other['times']['numba']:.2f}"
+    return "-"
 
 
 def _mode(row: dict[str, Any]) -> str:
@@ -35,6 +50,7 @@ def bench_table(data: dict[str, Any]) -> str:
     machine, columns, peers = data["machine"], data["columns"], data.get("peers", [])
     with_modes = any(_mode(row) != "new" for row in data["rows"])
     mode_head, mode_rule = ("mode | ", "---|") if with_modes else ("", "")
+    over_head, over_rule = (" in place/new |", "---:|") if with_modes else ("", "")
     versions = ", ".join(f"{name} {version}" for name, version in data["versions"].items())
     lines = [
         "```bash",
@@ -45,8 +61,10 @@ def bench_table(data: dict[str, Any]) -> str:
         f"Model name), {machine['platform']}, Python {machine['python']}. Versions: {versions}.",
         f"Each cell: {data['statistic']}, in {data['unit']}.",
         "",
-        f"| case | reduction | {mode_head}" + " | ".join(columns) + " | numba vs fastest peer |",
-        f"|---|---|{mode_rule}" + "---:|" * (len(columns) + 1),
+        f"| case | reduction | {mode_head}"
+        + " | ".join(columns)
+        + f" | numba vs fastest peer |{over_head}",
+        f"|---|---|{mode_rule}" + "---:|" * (len(columns) + 1) + over_rule,
     ]
     ratios: dict[str, list[float]] = {}
     for row in data["rows"]:
@@ -56,9 +74,12 @@ def bench_table(data: dict[str, Any]) -> str:
         if speedup is not None:
             ratios.setdefault(_mode(row), []).append(speedup)
         mode = f"{_mode(row)} | " if with_modes else ""
-        ratio = "-" if speedup is None else f"{speedup:.2f}x"
+        ratio = "-" if speedup is None else f"{speedup:.2f}x {_fastest(times, peers)}"
+        over = f" {_in_place_over_new(row, data['rows'])} |" if with_modes else ""
         lines.append(
-            f"| {row['case']} | {row['reduction']} | {mode}" + " | ".join(cells) + f" | {ratio} |"
+            f"| {row['case']} | {row['reduction']} | {mode}"
+            + " | ".join(cells)
+            + f" | {ratio} |{over}"
         )
     summaries = [
         f"{f'{mode}: ' if with_modes else ''}geometric mean {_geomean(found):.2f}x, "
