@@ -24,6 +24,8 @@ CELLS = [
     ("1d-histogram", "add", "new"),
     ("embedding-grad", "add", "in-place"),
     ("last-axis-sparse", "max", "new"),
+    ("mid-axis-3d", "add", "in-place"),
+    ("mid-axis-3d", "none", "new"),
 ]
 
 

@@ -7,9 +7,9 @@ updates that meet at one element, and gives scatterx's bits. A new-mode loop ret
 array; an in-place loop writes into the caller's data, and only once every index is known
 good (a separate parallel check first, or a first pass that writes only private scratch).
 The parallel splits are scatterx's (:mod:`scatterx_numba.plan.strategy`), fixed for the case:
-column bands for the squares, rows for last-axis-sparse, owners of output rows for
-embedding-grad, segments for 1d-histogram (none, max); its add, which no split leaves
-bit for bit, runs on one thread in order.
+column bands for the squares, outer planes for mid-axis-3d, rows for last-axis-sparse,
+owners of output rows for embedding-grad, segments for 1d-histogram (none, max); its add,
+which no split leaves bit for bit, runs on one thread in order.
 
 The reduction is a compile-time choice (a closure per reduction), so each loop compiles to
 the one fold it runs; nothing here is cached on disk: the loops compile when first made.
@@ -33,8 +33,7 @@ SQUARE_BAND = 512
 #: Rows ahead of the one being scattered whose targets last-axis-sparse prefetches (as
 #: scatterx's one-column rows, ``scatterx_numba.kernels.tasks.PREFETCH_ROWS``).
 AHEAD_ROWS = 4
-#: Indices per share of a separate bounds check.
-CHECK_CHUNK = 1 << 16
+CHECK_CHUNK = 1 << 16  # indices per share of a separate bounds check
 
 
 def _nb() -> Any:
@@ -165,6 +164,43 @@ def _square(reduction: str, new: bool) -> HandLoop:
         if bands(out, d, i, u, SQUARE_BAND):
             _raise_bad()
         return out.T if flip else out
+
+    return loop
+
+
+# ---- mid-axis-3d: one task per outer plane, its rows walked in order -----------------
+
+
+@cache
+def _mid_axis(reduction: str, new: bool) -> HandLoop:
+    nb, fold, any_true = _nb(), _folds()[reduction], _any_true()
+
+    @_jit(parallel=True, nogil=True)
+    def planes(out: Any, data: Any, idx: Any, upd: Any) -> Any:
+        outer, size, inner = out.shape
+        bad = np.empty(outer, np.bool_)
+        for o in nb.prange(outer):
+            if new:
+                for r in range(size):
+                    for c in range(inner):
+                        out[o, r, c] = data[o, r, c]
+            found = False
+            for i in range(idx.shape[1]):
+                for c in range(inner):
+                    k = idx[o, i, c]
+                    k = k + size if k < 0 else k
+                    if k < 0 or k >= size:
+                        found = True
+                        continue
+                    out[o, k, c] = fold(out[o, k, c], upd[o, i, c])
+            bad[o] = found
+        return any_true(bad)
+
+    def loop(data: Array, indices: Array, updates: Array) -> Array:
+        out = _target(data, indices, data.shape[1], new)
+        if planes(out, data, indices, updates):
+            _raise_bad()
+        return out
 
     return loop
 
@@ -350,6 +386,7 @@ def _histogram(reduction: str, new: bool) -> HandLoop:
 _MAKERS: dict[str, Callable[[str, bool], HandLoop]] = {
     "square-random": _square,
     "square-transposed": _square,
+    "mid-axis-3d": _mid_axis,
     "last-axis-sparse": _last_axis,
     "embedding-grad": _embedding,
     "1d-histogram": _histogram,
@@ -359,7 +396,7 @@ REDUCTIONS = ("none", "add", "max")
 
 
 def hand_loop(case: str, reduction: str, mode: str) -> HandLoop:
-    """The hand loop of a standard case (or square-transposed), a reduction and a mode."""
+    """The hand loop of a standard or layout case, a reduction and a mode."""
     if case not in _MAKERS or reduction not in REDUCTIONS:
         msg = f"no hand loop for {case} {reduction}: cases {', '.join(_MAKERS)}, {REDUCTIONS}"
         raise ValueError(msg)
