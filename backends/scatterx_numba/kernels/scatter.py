@@ -6,7 +6,8 @@ found its indices in bounds: the tasks of each pass are claimed at run time
 (:mod:`scatterx_numba.kernels.claims`). The columns kernel, writing into the caller's ``out``,
 first checks every index (``KernelParams.check_first``) likewise, in its one ``prange``.
 Each ``prange`` compiles to a function of its own that links its tasks' code again: one
-per kernel keeps a cold compile short (a third less than one per pass).
+per kernel keeps a cold compile short (a third less than one per pass). In place, a
+column task asks its band's lines into cache before its updates come (``tasks._warm_band``).
 The binned strategy runs both passes once per wave of updates, in that same ``prange``.
 The ``prange`` must sit in the cached function itself; the tasks of a pass share no
 output element, so they run in any order on any thread.

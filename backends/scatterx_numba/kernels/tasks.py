@@ -285,11 +285,37 @@ def _column_unit(arrays: Any, params: Any, o: int, b: int, op: Any) -> int:
     oo = arrays.outer_map[o]
     if params.copy:
         _copy_slab(out[oo], arrays.data[oo])
+    elif params.inner_same:
+        _warm_band(out[oo], q0, q1)
     if params.inner_same:
         bad = _scatter_rows(out[oo], idx[o], upd[o], q0, q1, out.shape[1], params.checked, op)
     else:
         bad = _scatter_mapped(out[oo], idx[o], upd[o], arrays.inner_map, q0, q1, op)
     return bad if bad < 0 else int(o * rows * n_inner + bad)
+
+
+#: The most bytes of a band that :func:`_warm_band` asks into cache before its updates
+#: come: about a core's L2 here (1 MiB), so that the lines asked first are still there.
+WARM_BYTES = 1 << 20
+
+
+@inner_function
+def _warm_band(dst: Any, q0: int, q1: int) -> None:
+    """Prefetch the lines of columns ``q0:q1`` of ``dst`` (2-D: the rows of one outer
+    position) where they fit in :data:`WARM_BYTES`, in memory order.
+
+    Data the kernel updates in place (or copied into ``out`` before the launch) is out of
+    cache, and the band's random rows then miss one at a time; asked for in order, the
+    lines stream in (a copy in the kernel does the same for a new result). The 3-D
+    middle-axis case in place: 24 ms without, 12-16 ms with, one process, 2 threads.
+    """
+    size = dst.shape[0]
+    if size * (q1 - q0) * dst.itemsize > WARM_BYTES:
+        return
+    step = max(1, 64 // dst.itemsize)
+    for r in range(size):
+        for q in range(q0, q1, step):
+            prefetch(dst, r, q)
 
 
 @inner_function
