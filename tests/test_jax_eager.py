@@ -9,7 +9,7 @@ import pytest
 
 import scatterx
 from scatterx._adopt import adopt
-from scatterx._jax import eager
+from scatterx.libraries import jax_eager as eager
 from scatterx.testing import assert_bitwise_equal, reference_scatter_elements
 
 jax = pytest.importorskip("jax")

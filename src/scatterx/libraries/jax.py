@@ -1,5 +1,5 @@
 """The JAX adapter: CPU buffers as read-only NumPy views (concrete arrays carried early),
-results back without a copy (:mod:`scatterx._jax.eager`); tracers (inside ``jax.jit``,
+results back without a copy (:mod:`scatterx.libraries.jax_eager`); tracers (inside ``jax.jit``,
 ``jax.vmap``, ``jax.grad``) have no device and run as a host callback
 (:mod:`scatterx._jax.trace`)."""
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .._jax.eager import cpu_device, early, to_jax
 from .base import NUMPY, TRACED, Array, Arrays, Library, Route, type_name
+from .jax_eager import cpu_device, early, to_jax
 
 _EARLY: dict[type, Route] = {}  # the routes of arrays carried early, filled without a lock
 
