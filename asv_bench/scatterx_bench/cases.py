@@ -47,7 +47,7 @@ _NEAR_ONE = 1 / 1024
 #: What the in-place cells of a table mean, for the contestants that cannot write there.
 IN_PLACE_NOTES = (
     "in place: every contestant updates a data array of its own, call after call "
-    "(scatterx's out=data, Tensor.scatter_ and scatter_reduce_, put_along_axis and "
+    "(scatterx's out=data, Tensor.scatter_, scatter_add_ and scatter_reduce_, put_along_axis and "
     "ufunc.at on data itself); mul takes the case's updates brought within 1/2048 of 1, "
     "so that the products stay normal numbers",
     "onnxruntime cannot write into its input: its in-place cell is its usual call, whose "
