@@ -158,8 +158,28 @@ def test_the_table_shows_spreads_and_marks_a_noisy_verdict(
     ]
     print_table(rows, ["numba", "torch"])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].split() == ["c", "add", "in-place", "1.00", "±5%", "2.00", "2.00x"]
-    assert lines[2].split() == ["c", "max", "in-place", "1.00", "3.00", "±30%!", "3.00x!"]
+    assert lines[1].split() == [
+        "c",
+        "add",
+        "in-place",
+        "1.00",
+        "±5%",
+        "2.00",
+        "2.00x",
+        "torch",
+        "-",
+    ]
+    assert lines[2].split() == [
+        "c",
+        "max",
+        "in-place",
+        "1.00",
+        "3.00",
+        "±30%!",
+        "3.00x",
+        "torch!",
+        "-",
+    ]
     legend = " ".join(line.strip() for line in lines[-2:])
     assert legend.startswith("- ±: half the interquartile range of the round medians")
     assert legend.endswith("over 20%, the cell is not to be judged")
